@@ -1,0 +1,433 @@
+// Package impl is refalloc: a memory allocator for Go programs that keeps payload
+// memory off the garbage-collected heap, checked operation by operation against
+// the executable model in package oracle.
+//
+// # Design
+//
+// Memory. One address-space reservation is taken from the OS at New (an anonymous
+// mmap with MAP_NORESERVE, so nothing is committed until it is touched; in -race
+// builds a Go-heap arena so the race detector sees the payload). The reservation is
+// cut into 64 KiB superblocks aligned to their size, so the superblock of an
+// address is (addr-base)>>16 and an object of a power-of-two class is naturally
+// aligned. A superblock is either free in the central pool, carved into objects of
+// one size class, or part of a large object (a run of whole superblocks whose
+// usable size is rounded to pages). All metadata lives on the Go heap, out of band:
+// the allocator never writes into a user's object, so a buffer overflow cannot
+// corrupt it, and the race detector sees every metadata access.
+//
+// Ownership. A Cache (one per goroutine) owns the superblocks it allocates from and
+// touches their private state (a free bitmap and a few counters) with plain loads
+// and stores. Another cache that frees an object of such a superblock (a remote
+// free) sets a bit in the superblock's remote set with a CAS and pushes the
+// superblock onto its owner's notification stack (lock-free, push-one/pop-all); the
+// owner collects on its slow path. A remote free always returns the object to its
+// owner, never to the freeing cache. Closing a cache orphans its superblocks;
+// remote frees still land in them, and a later refill adopts them.
+//
+// Allocation. For each class a cache holds at most one group of up to 32 objects
+// taken from its current superblock (the "held" objects). Alloc pops the lowest
+// held object: a few plain loads and stores, one load of the group's remote word
+// (to refuse to hand out an object that a stale pointer has already been freed
+// remotely, see FREE-DOUBLE), and the zeroing when the memory is not known fresh.
+// Refill takes the next group of free objects from the current superblock, then
+// collected remote frees, then a partially free superblock, then an orphan, then
+// the central pool, under one mutex.
+//
+// Statistics (STATS-LEAD, STATS-LAG, STATS-EXACT). The fast paths store no
+// counter. A refill that moves N objects into the held group credits exactly N
+// allocations; Flush debits the objects it gives back. A local free increments the
+// superblock's localFreed, which is state the free path needs anyway (it is how
+// the owner learns that a superblock became empty); every publishBatch frees, and
+// whenever the owner's slow path looks at the superblock, those frees are
+// published. So Allocs is ahead of the truth by exactly the held objects (at most
+// 32 a class a cache, never more than the class's SlabObjects) and Frees is behind
+// it by the unpublished local frees (fewer than publishBatch per superblock) plus
+// the remote frees not yet collected; after every cache has flushed both are exact.
+// Counters are full-width uint64, one set per cache, summed by Stats.
+//
+// The free path (CACHE-COHERENT). Free maps an address to its superblock through a
+// small direct-mapped cache in each Cache (16 ways by default, indexed by
+// superblock number & 15, 64-byte entries) holding what the free needs: the header,
+// the class's size, its index magic, the generation, and whether the cache owns the
+// superblock. A hit is one indexed load and a compare. Superblocks are reused
+// across classes and owners, so an entry can go stale; SPEC.md gives the argument
+// why a hit never acts on stale fields: only an owner changes an owned superblock,
+// and it invalidates its own entry when it does; every other entry is checked by
+// the generation tag carried in each remote word, inside the very CAS that frees.
+//
+// Bad frees (FREE-DOUBLE, FREE-INVALID) are always detected and never change state:
+// a free is accepted only at the start of a slot that is live; the owner checks its
+// free bitmap, its held group and the pending remote bits; a remote free that
+// targets an object which is not live is caught when the owner collects it (or
+// before it could hand the object out) and dropped.
+package impl
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Options configures an Allocator. The zero value is valid.
+type Options struct {
+	// Reserve is the size of the address-space reservation in bytes, rounded up to
+	// whole superblocks. 0 means 64 GiB (1 GiB in -race builds, where the payload
+	// is a Go-heap arena). When it is exhausted Alloc returns ErrOutOfMemory.
+	Reserve int
+	// SuperblockCacheWays is the number of entries of each Cache's superblock
+	// cache: 1, 8, 16 or 32. 0 means 16.
+	SuperblockCacheWays int
+	// OnError, when set, is called with every bad free detected after the call
+	// that made it returned (a remote double free found when the owner collects).
+	// It runs on the goroutine that detects it, possibly with internal locks held:
+	// it must not call the Allocator.
+	OnError func(error)
+	// HeapBackend forces the Go-heap backend even outside -race builds.
+	HeapBackend bool
+}
+
+// publishBatch bounds the unpublished local frees of one superblock (STATS-LAG).
+const publishBatch = 64
+
+const maxWays = 32
+
+// chunkShift: headers are allocated 512 at a time, as the pool first reaches them.
+const (
+	chunkShift = 9
+	chunkLen   = 1 << chunkShift
+)
+
+type sbChunk [chunkLen]superblock
+
+// Allocator is one reservation and everything carved from it. Its methods are
+// safe for concurrent use; a Cache is not.
+type Allocator struct {
+	// read-only after New, read on every fast path
+	base   uintptr
+	start  unsafe.Pointer
+	size   uintptr // reservation bytes
+	closed atomic.Bool
+	ways   int
+	opt    Options
+	be     backend
+	nsb    uint32
+	top    []atomic.Pointer[sbChunk]
+
+	// central state, under mu
+	mu      sync.Mutex
+	runs    []run                        // free superblock runs, sorted by start
+	orphans [spec.NumClasses]*superblock // orphaned superblocks by class
+	large   LargeStats
+	counts  sbCounts
+	// orphanNotify is the notification stack of orphaned superblocks; drained
+	// under mu.
+	orphanNotify atomic.Pointer[superblock]
+
+	// the cache registry, for Stats
+	regMu   sync.Mutex
+	caches  map[*Cache]struct{}
+	retired counters
+	nextID  int
+
+	front front
+}
+
+type run struct{ start, n uint32 }
+
+type sbCounts struct {
+	small, large, orphaned int
+}
+
+// New reserves the address space and returns an Allocator.
+func New(opt Options) (*Allocator, error) {
+	reserve := opt.Reserve
+	switch {
+	case reserve < 0 || reserve > spec.MaxAlloc:
+		return nil, fmt.Errorf("refalloc: Options.Reserve %d out of range [0, %d]", reserve, spec.MaxAlloc)
+	case reserve == 0:
+		reserve = defaultReserve
+	}
+	reserve = (reserve + spec.SuperblockSize - 1) &^ (spec.SuperblockSize - 1)
+	ways := opt.SuperblockCacheWays
+	switch ways {
+	case 0:
+		ways = 16
+	case 1, 8, 16, 32:
+	default:
+		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16 or 32, not %d", ways)
+	}
+	be := defaultBackend()
+	if opt.HeapBackend {
+		be = &heapBackend{}
+	}
+	p, err := be.reserve(uintptr(reserve), spec.SuperblockSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOutOfMemory, err)
+	}
+	nsb := uint32(reserve >> spec.SuperblockShift)
+	a := &Allocator{
+		base:   uintptr(p),
+		start:  p,
+		size:   uintptr(reserve),
+		ways:   ways,
+		opt:    opt,
+		be:     be,
+		nsb:    nsb,
+		top:    make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
+		runs:   []run{{0, nsb}},
+		caches: map[*Cache]struct{}{},
+	}
+	a.front.init(a)
+	return a, nil
+}
+
+// lookup returns the header of superblock i, or nil if it was never used.
+// Any goroutine; i < a.nsb.
+func (a *Allocator) lookup(i uintptr) *superblock {
+	ch := a.top[i>>chunkShift].Load()
+	if ch == nil {
+		return nil
+	}
+	return &ch[i&(chunkLen-1)]
+}
+
+// header returns the header of superblock i, creating its chunk. Under a.mu.
+func (a *Allocator) header(i uint32) *superblock {
+	ch := a.top[i>>chunkShift].Load()
+	if ch == nil {
+		ch = new(sbChunk)
+		for j := range ch {
+			ch[j].idx = i&^(chunkLen-1) + uint32(j)
+			ch[j].meta.Store(packMeta(0, stateUnused, noClass))
+		}
+		a.top[i>>chunkShift].Store(ch)
+	}
+	return &ch[i&(chunkLen-1)]
+}
+
+// sbAddr is the address of superblock sb's first byte.
+func (a *Allocator) sbAddr(sb *superblock) unsafe.Pointer {
+	return unsafe.Add(a.start, uintptr(sb.idx)<<spec.SuperblockShift)
+}
+
+// takeRun removes n contiguous superblocks from the pool, lowest address first.
+// Under a.mu.
+func (a *Allocator) takeRun(n uint32) (uint32, bool) {
+	for i, r := range a.runs {
+		if r.n < n {
+			continue
+		}
+		if r.n == n {
+			a.runs = append(a.runs[:i], a.runs[i+1:]...)
+		} else {
+			a.runs[i] = run{r.start + n, r.n - n}
+		}
+		return r.start, true
+	}
+	return 0, false
+}
+
+// putRun returns [start, start+n) to the pool, coalescing with its neighbours.
+// Under a.mu.
+func (a *Allocator) putRun(start, n uint32) {
+	lo, hi := 0, len(a.runs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if a.runs[m].start < start {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo
+	if i > 0 && a.runs[i-1].start+a.runs[i-1].n == start {
+		a.runs[i-1].n += n
+		if i < len(a.runs) && start+n == a.runs[i].start {
+			a.runs[i-1].n += a.runs[i].n
+			a.runs = append(a.runs[:i], a.runs[i+1:]...)
+		}
+		return
+	}
+	if i < len(a.runs) && start+n == a.runs[i].start {
+		a.runs[i].start = start
+		a.runs[i].n += n
+		return
+	}
+	a.runs = append(a.runs, run{})
+	copy(a.runs[i+1:], a.runs[i:])
+	a.runs[i] = run{start, n}
+}
+
+// acquireSmall takes a superblock from the pool and carves it for class k, owned
+// by c. Under a.mu.
+func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
+	i, ok := a.takeRun(1)
+	if !ok {
+		return nil
+	}
+	sb := a.header(i)
+	gen, _, _ := unpackMeta(sb.meta.Load())
+	groups := (spec.ClassObjects(k) + 31) / 32
+	// Order matters to a concurrent fill (fillEntry): the remote set, then the
+	// owner, then the layout. The generation does not change here: every small
+	// period of a superblock starts with the generation its release gave it.
+	sb.ensureRemote(groups, gen)
+	sb.initSmall(k)
+	sb.owner.Store(c)
+	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
+	a.counts.small++
+	return sb
+}
+
+// releaseLocked returns an empty small superblock to the pool. The caller owns it
+// (or holds a.mu for an orphan) and has established that every object is free;
+// c, if not nil, is charged with any late double free found while stamping.
+// Under a.mu.
+func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
+	gen, _, k := unpackMeta(sb.meta.Load())
+	next := gen + 1
+	// CACHE-COHERENT: stamp every remote word with the next generation before the
+	// layout changes, so a free computed from the old layout fails its CAS. A bit
+	// still pending here targets an object that is not live (all are free): a
+	// double free, dropped.
+	rs := sb.remote.Load()
+	for g := range rs.w {
+		for {
+			w := rs.w[g].Load()
+			if rs.w[g].CompareAndSwap(w, uint64(next)<<32) {
+				for bits := uint32(w); bits != 0; bits &= bits - 1 {
+					a.lateDouble(c, sb, int(k), g*32+trailingZeros(bits))
+				}
+				break
+			}
+		}
+	}
+	sb.owner.Store(nil)
+	sb.meta.Store(packMeta(next, statePool, k))
+	if sb.list == listOrphan {
+		a.unlinkOrphan(sb)
+		a.counts.orphaned--
+	}
+	sb.list = listNone
+	a.counts.small--
+	a.putRun(sb.idx, 1)
+}
+
+// lateDouble records a double free found after the call that made it returned
+// (FREE-DOUBLE): counted, reported through OnError, dropped.
+func (a *Allocator) lateDouble(c *Cache, sb *superblock, k, idx int) {
+	addr := a.base + uintptr(sb.idx)<<spec.SuperblockShift + uintptr(idx*spec.ClassSize(k))
+	if c != nil {
+		c.bad.double.Add(1)
+	} else {
+		a.retiredBad(1, 0)
+	}
+	if a.opt.OnError != nil {
+		a.opt.OnError(errDouble(addr, k))
+	}
+}
+
+func (a *Allocator) retiredBad(double, invalid uint64) {
+	a.regMu.Lock()
+	a.retired.double += double
+	a.retired.invalid += invalid
+	a.regMu.Unlock()
+}
+
+// Orphan lists: doubly linked through prev/next, under a.mu.
+func (a *Allocator) linkOrphan(sb *superblock) {
+	k := sb.class
+	sb.prev, sb.next = nil, a.orphans[k]
+	if sb.next != nil {
+		sb.next.prev = sb
+	}
+	a.orphans[k] = sb
+	sb.list = listOrphan
+}
+
+func (a *Allocator) unlinkOrphan(sb *superblock) {
+	if sb.prev != nil {
+		sb.prev.next = sb.next
+	} else {
+		a.orphans[sb.class] = sb.next
+	}
+	if sb.next != nil {
+		sb.next.prev = sb.prev
+	}
+	sb.prev, sb.next = nil, nil
+	sb.list = listNone
+}
+
+// adoptOrphan hands c an orphaned superblock of class k with free objects.
+// Under a.mu.
+func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
+	for sb := a.orphans[k]; sb != nil; sb = sb.next {
+		if sb.nfree == 0 {
+			continue
+		}
+		a.unlinkOrphan(sb)
+		a.counts.orphaned--
+		sb.owner.Store(c)
+		return sb
+	}
+	return nil
+}
+
+// drainOrphanNotify collects the remote frees that landed in orphaned
+// superblocks, publishing them to c, and releases orphans that became empty.
+// Under a.mu.
+func (a *Allocator) drainOrphanNotify(c *Cache) {
+	for sb := a.orphanNotify.Swap(nil); sb != nil; {
+		next := sb.nextNotify.Load()
+		sb.notified.Store(false)
+		if sb.list == listOrphan {
+			a.collectOrphan(c, sb)
+		} else {
+			a.forward(sb)
+		}
+		sb = next
+	}
+}
+
+// collectOrphan moves an orphan's pending remote frees into its free bitmap.
+// Under a.mu.
+func (a *Allocator) collectOrphan(c *Cache, sb *superblock) {
+	c.publishFrees(int(sb.class), a.collectAll(c, nil, sb))
+	if sb.empty() {
+		a.releaseLocked(c, sb)
+	}
+}
+
+// Close releases the reservation. Every later call on the Allocator or its caches
+// returns ErrClosed. If objects are still live the memory is released anyway and
+// the error (ErrLeaked) says how many. Close must not run concurrently with other
+// calls on the Allocator or its caches.
+func (a *Allocator) Close() error {
+	if a.closed.Swap(true) {
+		return ErrClosed
+	}
+	live := a.liveObjects()
+	a.mu.Lock()
+	err := a.be.release()
+	a.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("refalloc: releasing the reservation: %w", err)
+	}
+	if live > 0 {
+		return fmt.Errorf("%w: %d objects still live at Close", ErrLeaked, live)
+	}
+	return nil
+}
+
+// liveObjects counts live objects from the internal state (quiescent callers).
+func (a *Allocator) liveObjects() int {
+	s := a.snapshot()
+	n := 0
+	for i := range s.Superblocks {
+		n += s.Superblocks[i].Live
+	}
+	return n + len(s.Large)
+}

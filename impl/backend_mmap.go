@@ -1,0 +1,45 @@
+// The mmap backend: one lazily committed anonymous mapping.
+
+package impl
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+type mmapBackend struct {
+	mapping []byte // the whole mapping, kept for Munmap
+}
+
+func (m *mmapBackend) name() string { return "mmap" }
+
+func (m *mmapBackend) reserve(size, align uintptr) (unsafe.Pointer, error) {
+	// MAP_NORESERVE: the reservation is address space, not a commitment; pages are
+	// committed when first written. Over-map by align to cut an aligned window.
+	b, err := unix.Mmap(-1, 0, int(size+align), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("refalloc: mmap of %d bytes: %w", size+align, err)
+	}
+	m.mapping = b
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	return unsafe.Add(p, (align-uintptr(p)%align)%align), nil
+}
+
+func (m *mmapBackend) decommit(p unsafe.Pointer, n uintptr) error {
+	// MADV_DONTNEED, not MADV_FREE: afterwards the range reads as zero at once, so
+	// a decommitted superblock counts as fresh and its objects need no zeroing, and
+	// RSS drops immediately (MADV_FREE pages stay in RSS until memory pressure).
+	return unix.Madvise(unsafe.Slice((*byte)(p), n), unix.MADV_DONTNEED)
+}
+
+func (m *mmapBackend) release() error {
+	if m.mapping == nil {
+		return nil
+	}
+	err := unix.Munmap(m.mapping)
+	m.mapping = nil
+	return err
+}

@@ -1,0 +1,530 @@
+// Cache: the per-goroutine front end, with the alloc and free fast paths.
+
+package impl
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Cache allocates and frees for one goroutine at a time. It owns the superblocks
+// it allocates from. It is not safe for concurrent use; use one per goroutine, or
+// the Allocator's own methods.
+type Cache struct {
+	a       *Allocator
+	wayMask uintptr
+	closed  bool
+	id      int
+	sbc     [maxWays]sbEntry // the superblock cache (sbcache.go)
+	cls     [spec.NumClasses]classCache
+	lists   [spec.NumClasses]classLists
+	// notify is the head of this cache's stack of superblocks with pending
+	// remote frees: pushed by any goroutine, popped all at once by the owner.
+	notify atomic.Pointer[superblock]
+	pub    [spec.NumClasses]classCounters // published counters, read by Stats
+	bad    badCounters
+}
+
+// classCache is one class's held group: up to 32 objects of the current
+// superblock, taken out of its free bitmap and credited as allocations at refill.
+type classCache struct {
+	bits     uint32         // bit i: object 32*group+i is held
+	size     uint32         // class size, so the fast path needs no table
+	base     unsafe.Pointer // address of object 32*group
+	rw       *atomic.Uint64 // the group's remote word: pending frees of these objects
+	sb       *superblock    // the current superblock
+	group    int32
+	needzero bool // the group's memory may be dirty
+}
+
+// classLists are the owned superblocks of a class that are not current.
+type classLists struct {
+	partial, full *superblock
+}
+
+type classCounters struct {
+	allocs, frees atomic.Uint64
+}
+
+type badCounters struct {
+	double, invalid atomic.Uint64
+}
+
+// NewCache returns a Cache of a. Give it to one goroutine; Close it when done.
+func (a *Allocator) NewCache() (*Cache, error) {
+	if a.closed.Load() {
+		return nil, ErrClosed
+	}
+	c := &Cache{a: a, wayMask: uintptr(a.ways - 1)}
+	for i := range c.sbc {
+		c.sbc[i].tag = noTag
+	}
+	a.regMu.Lock()
+	c.id = a.nextID
+	a.nextID++
+	a.caches[c] = struct{}{}
+	a.regMu.Unlock()
+	return c, nil
+}
+
+// Alloc returns n bytes: len n, cap the class's usable size, zeroed over the whole
+// cap. Alloc(0) returns a real object that can be freed. Errors: ErrInvalidSize
+// (n < 0), ErrTooLarge, ErrOutOfMemory, ErrClosed.
+func (c *Cache) Alloc(n int) ([]byte, error) {
+	if uint(n) > spec.MaxSmall || c.a.closed.Load() {
+		return c.allocOther(n, 1)
+	}
+	return c.allocClass(n, spec.SizeToClass(n))
+}
+
+// AllocAligned is Alloc with the start aligned to align, a power of two up to the
+// superblock size (64 KiB); other alignments are ErrInvalidSize.
+func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
+	if uint(n) > spec.MaxSmall || !spec.ValidAlign(align) || c.a.closed.Load() {
+		return c.allocOther(n, align)
+	}
+	if k := spec.AlignedClass(n, align); k != spec.Large {
+		return c.allocClass(n, k)
+	}
+	return c.allocOther(n, align)
+}
+
+// allocClass is the fast path: pop the lowest held object of class k.
+func (c *Cache) allocClass(n, k int) ([]byte, error) {
+	cc := &c.cls[k]
+	b := cc.bits
+	// FREE-DOUBLE: never hand out an object with a remote free pending on it.
+	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
+		return c.allocSlow(n, k)
+	}
+	cc.bits = b & (b - 1)
+	p := unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))
+	s := unsafe.Slice((*byte)(p), cc.size)
+	if cc.needzero {
+		clear(s) // ZEROED
+	}
+	return s[:n], nil
+}
+
+func (c *Cache) allocSlow(n, k int) ([]byte, error) {
+	if c.closed || c.a.closed.Load() {
+		return nil, ErrClosed
+	}
+	cc := &c.cls[k]
+	for {
+		if cc.bits == 0 {
+			if err := c.refill(k); err != nil {
+				return nil, err
+			}
+		}
+		if cc.rw.Load()&uint64(cc.bits&-cc.bits) == 0 {
+			return c.allocClass(n, k)
+		}
+		// A remote free is pending on an object we hold: it came through a stale
+		// pointer (FREE-DOUBLE). Collecting the group drops it.
+		c.publishFrees(k, c.a.collectWord(c, cc, cc.sb, cc.sb.remote.Load(), int(cc.group)))
+	}
+}
+
+// allocOther handles everything but a small request on an open cache.
+func (c *Cache) allocOther(n, align int) ([]byte, error) {
+	switch {
+	case c.closed || c.a.closed.Load():
+		return nil, ErrClosed
+	case n < 0 || !spec.ValidAlign(align):
+		return nil, errSize(n, align)
+	case n > spec.MaxAlloc || uintptr(n) > c.a.size:
+		return nil, ErrTooLarge
+	}
+	if k := spec.AlignedClass(n, align); k != spec.Large {
+		return c.allocSlow(n, k)
+	}
+	return c.a.allocLarge(n)
+}
+
+// Free frees b, which must be a whole object of this Cache's Allocator as Alloc
+// returned it (any length, same start). A nil or zero-capacity slice is a no-op.
+// Objects of other caches are freed remotely and return to their owner. Errors
+// (ErrDoubleFree, ErrInvalidPointer, ErrClosed) leave the allocator unchanged.
+func (c *Cache) Free(b []byte) error {
+	if cap(b) == 0 {
+		return nil
+	}
+	return c.free(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base)
+}
+
+// free is the fast path: a hit on an owned superblock in the superblock cache.
+// off is the offset from the reservation's base (huge for addresses below it).
+func (c *Cache) free(off uintptr) error {
+	i := off >> spec.SuperblockShift
+	e := &c.sbc[i&c.wayMask]
+	if e.tag != i || !e.mine || c.a.closed.Load() {
+		return c.freeMiss(off)
+	}
+	if checks {
+		c.checkHit(e)
+	}
+	rel := uint32(off) & (spec.SuperblockSize - 1)
+	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
+	g, m := idx>>5, uint32(1)<<(idx&31)
+	sb, cc := e.sb, &c.cls[e.class]
+	if idx*e.size != rel || idx >= e.nobj || // FREE-INVALID: not a slot start
+		(sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || // FREE-DOUBLE: free, or pending
+		cc.sb == sb && cc.group == int32(g) && cc.bits&m != 0 { // FREE-DOUBLE: held
+		return c.freeReject(e, off, idx)
+	}
+	sb.free[g] |= m
+	sb.localFreed++ // STATS-LAG: published in batches by publishLocal
+	if sb.localFreed >= sb.limit {
+		c.publishLocal(sb)
+	}
+	return nil
+}
+
+func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {
+	rel := uint32(off) & (spec.SuperblockSize - 1)
+	if idx*e.size != rel || idx >= e.nobj {
+		return c.reject(errInvalid(c.a.base+off, int(e.class)))
+	}
+	return c.reject(errDouble(c.a.base+off, int(e.class)))
+}
+
+// reject counts a bad free (FREE-DOUBLE, FREE-INVALID) and returns its error.
+func (c *Cache) reject(err error) error {
+	if err == nil {
+		return nil
+	}
+	if fe, ok := err.(*FreeError); ok && fe.Err == ErrDoubleFree {
+		c.bad.double.Add(1)
+	} else {
+		c.bad.invalid.Add(1)
+	}
+	return err
+}
+
+// freeMiss handles a free the superblock cache could not: it reads the
+// authoritative header, refills the entry, and frees locally or remotely.
+func (c *Cache) freeMiss(off uintptr) error {
+	a := c.a
+	if c.closed || a.closed.Load() {
+		return ErrClosed
+	}
+	addr := a.base + off
+	if off >= a.size {
+		return c.reject(errInvalid(addr, -1))
+	}
+	i := off >> spec.SuperblockShift
+	sb := a.lookup(i)
+	if sb == nil {
+		return c.reject(errInvalid(addr, -1))
+	}
+	gen, state, k := unpackMeta(sb.meta.Load())
+	switch state {
+	case stateSmall:
+		e := &c.sbc[i&c.wayMask]
+		c.fillEntry(e, i, sb, gen, k)
+		if e.mine {
+			return c.free(off)
+		}
+		return c.freeRemote(e, off)
+	case stateLargeHead, stateLargeTail:
+		return c.reject(a.freeLarge(off))
+	case statePool:
+		return c.reject(a.stalePoolFree(off, k))
+	}
+	return c.reject(errInvalid(addr, -1))
+}
+
+// publishLocal publishes sb's local frees and files sb by its new free count.
+// The free path calls it every publishBatch frees, and on the frees that make sb
+// partial or empty (sb.limit).
+func (c *Cache) publishLocal(sb *superblock) {
+	c.publishFrees(int(sb.class), sb.foldFreed())
+	c.relist(sb)
+}
+
+// relist files a non-current owned superblock on the list its free count calls
+// for, releases it if it is empty, and sets the limit at which the free path
+// next calls publishLocal. The caller has published sb's local frees.
+func (c *Cache) relist(sb *superblock) {
+	switch {
+	case sb.list == listCurrent:
+		sb.limit = publishBatch
+		return
+	case sb.empty():
+		c.unlink(sb)
+		c.release(sb)
+		return
+	case sb.nfree+sb.localFreed > 0:
+		c.moveTo(sb, listPartial)
+		sb.limit = min(publishBatch, sb.objects()-sb.nfree)
+	default:
+		c.moveTo(sb, listFull)
+		sb.limit = 1
+	}
+}
+
+func (c *Cache) head(sb *superblock) **superblock {
+	l := &c.lists[sb.class]
+	if sb.list == listPartial {
+		return &l.partial
+	}
+	return &l.full
+}
+
+func (c *Cache) unlink(sb *superblock) {
+	if sb.list != listPartial && sb.list != listFull {
+		sb.list = listNone
+		return
+	}
+	if sb.prev != nil {
+		sb.prev.next = sb.next
+	} else {
+		*c.head(sb) = sb.next
+	}
+	if sb.next != nil {
+		sb.next.prev = sb.prev
+	}
+	sb.prev, sb.next = nil, nil
+	sb.list = listNone
+}
+
+func (c *Cache) moveTo(sb *superblock, list uint8) {
+	if sb.list == list {
+		return
+	}
+	c.unlink(sb)
+	sb.list = list
+	h := c.head(sb)
+	sb.next = *h
+	if sb.next != nil {
+		sb.next.prev = sb
+	}
+	*h = sb
+}
+
+// release returns an empty owned superblock, already unlinked, to the pool.
+func (c *Cache) release(sb *superblock) {
+	c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry
+	c.a.mu.Lock()
+	c.a.releaseLocked(c, sb)
+	c.a.mu.Unlock()
+}
+
+// refill gives class k a new held group: from the current superblock, then from
+// remote frees collected, then a partial superblock, an orphan, the pool.
+func (c *Cache) refill(k int) error {
+	cc := &c.cls[k]
+	if cc.sb != nil && c.takeGroup(k) {
+		return nil
+	}
+	c.drainNotify()
+	if cc.sb != nil && c.takeGroup(k) {
+		return nil
+	}
+	for retried := false; ; retried = true {
+		if sb := c.lists[k].partial; sb != nil {
+			c.setCurrent(k, sb)
+		} else if sb := c.a.acquire(c, k); sb != nil {
+			c.setCurrent(k, sb)
+		} else if !retried {
+			// Give back what this cache holds in every class and release its
+			// empty superblocks, so that frees make room for any class.
+			c.flush()
+			continue
+		} else {
+			return ErrOutOfMemory
+		}
+		if c.takeGroup(k) {
+			return nil
+		}
+	}
+}
+
+// takeGroup moves the next group of free objects of the current superblock into
+// the held group and credits exactly that many allocations (STATS-LEAD).
+func (c *Cache) takeGroup(k int) bool {
+	cc := &c.cls[k]
+	sb := cc.sb
+	c.publishFrees(k, sb.foldFreed())
+	rs := sb.remote.Load()
+	ng := int32(sb.groups())
+	var collected int32
+	for j := int32(0); j < ng; j++ {
+		g := sb.cursor + j
+		if g >= ng {
+			g -= ng
+		}
+		// Collect the group's remote frees first: a pending bit on a free
+		// object is a double free, and must not survive into the held group.
+		collected += c.a.collectWord(c, cc, sb, rs, int(g))
+		b := sb.free[g]
+		if b == 0 {
+			continue
+		}
+		c.publishFrees(k, collected)
+		n := popcount(b)
+		sb.free[g] = 0
+		sb.nfree -= n
+		sb.cursor = g + 1
+		if sb.cursor == ng {
+			sb.cursor = 0
+		}
+		size := uint32(spec.ClassSize(k))
+		cc.bits, cc.group, cc.size = b, g, size
+		cc.base = unsafe.Add(c.a.sbAddr(sb), uintptr(g)*32*uintptr(size))
+		cc.rw = &rs.w[g]
+		cc.needzero = g*32 < sb.zeroedFrom
+		sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
+		c.creditAllocs(k, n) // STATS-LEAD: the transfer, never the capacity
+		if checks {
+			c.checkLead(k)
+		}
+		return true
+	}
+	c.publishFrees(k, collected)
+	return false
+}
+
+// setCurrent makes sb the current superblock of class k and files the old one.
+// The held group is empty.
+func (c *Cache) setCurrent(k int, sb *superblock) {
+	cc := &c.cls[k]
+	old := cc.sb
+	c.unlink(sb)
+	sb.list = listCurrent
+	sb.limit = publishBatch
+	cc.sb, cc.bits, cc.rw = sb, 0, nil
+	if old != nil && old != sb {
+		old.list = listNone
+		c.publishLocal(old)
+	}
+}
+
+// acquire finds class k a superblock outside c: an orphan, or one from the pool.
+func (a *Allocator) acquire(c *Cache, k int) *superblock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.drainOrphanNotify(c)
+	sb := a.adoptOrphan(c, k)
+	if sb == nil {
+		sb = a.acquireSmall(c, k)
+	}
+	if sb != nil {
+		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
+	}
+	return sb
+}
+
+// Flush gives back the objects the cache holds, collects remote frees, publishes
+// its counters and releases its empty superblocks. After every cache has
+// flushed, Stats is exact (STATS-EXACT).
+func (c *Cache) Flush() {
+	if c.closed || c.a.closed.Load() {
+		return
+	}
+	c.flush()
+}
+
+func (c *Cache) flush() {
+	for k := range c.cls {
+		cc := &c.cls[k]
+		if cc.bits != 0 {
+			n := popcount(cc.bits)
+			cc.sb.free[cc.group] |= cc.bits
+			cc.sb.nfree += n
+			cc.bits = 0
+			c.debitAllocs(k, n) // STATS-LEAD: Flush subtracts what it gives back
+		}
+	}
+	c.drainNotify()
+	for k := range c.cls {
+		// Collect every owned superblock, not only the notified ones: a
+		// notification can be parked on the stack of a superblock's previous
+		// owner for a while.
+		l := &c.lists[k]
+		for _, head := range []*superblock{l.partial, l.full} {
+			for sb := head; sb != nil; {
+				next := sb.next
+				c.collect(sb)
+				sb = next
+			}
+		}
+		if sb := c.cls[k].sb; sb != nil {
+			c.collect(sb)
+			if sb.empty() {
+				c.cls[k].sb, c.cls[k].rw = nil, nil
+				sb.list = listNone
+				c.release(sb)
+			}
+		}
+	}
+	c.a.mu.Lock()
+	c.a.drainOrphanNotify(c)
+	c.a.mu.Unlock()
+}
+
+// Close flushes the cache and hands its superblocks over: they become orphans,
+// remote frees still land in them, and a later refill of any cache adopts them.
+// Every later call on the cache returns ErrClosed.
+func (c *Cache) Close() error {
+	if c.closed || c.a.closed.Load() {
+		return ErrClosed
+	}
+	c.flush()
+	c.closed = true
+	a := c.a
+	a.mu.Lock()
+	for k := range c.cls {
+		l := &c.lists[k]
+		for _, head := range []*superblock{c.cls[k].sb, l.partial, l.full} {
+			for sb := head; sb != nil; {
+				next := sb.next
+				if sb.list == listCurrent {
+					next = nil
+				}
+				sb.prev, sb.next, sb.list = nil, nil, listNone
+				sb.owner.Store(nil)
+				a.linkOrphan(sb)
+				a.counts.orphaned++
+				sb = next
+			}
+		}
+		c.cls[k] = classCache{}
+		*l = classLists{}
+	}
+	a.mu.Unlock()
+	// The owners are nil now; close the stack and forward what was on it.
+	for sb := c.notify.Swap(closedStack); sb != nil; {
+		next := sb.nextNotify.Load()
+		sb.notified.Store(false)
+		a.forward(sb)
+		sb = next
+	}
+	for i := range c.sbc {
+		c.sbc[i] = sbEntry{tag: noTag}
+	}
+	a.retire(c)
+	return nil
+}
+
+func (c *Cache) publishFrees(k int, n int32) {
+	if statsEnabled && n != 0 {
+		c.pub[k].frees.Add(uint64(n))
+	}
+}
+
+func (c *Cache) creditAllocs(k int, n int32) {
+	if statsEnabled {
+		c.pub[k].allocs.Add(uint64(n))
+	}
+}
+
+func (c *Cache) debitAllocs(k int, n int32) {
+	if statsEnabled {
+		c.pub[k].allocs.Add(-uint64(n))
+	}
+}

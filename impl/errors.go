@@ -1,0 +1,56 @@
+// Errors: sentinels for errors.Is, wrapped with the address and class of the object.
+
+package impl
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+var (
+	ErrInvalidSize    = errors.New("refalloc: invalid size or alignment")
+	ErrTooLarge       = errors.New("refalloc: allocation too large")
+	ErrOutOfMemory    = errors.New("refalloc: out of memory")
+	ErrDoubleFree     = errors.New("refalloc: double free")
+	ErrInvalidPointer = errors.New("refalloc: invalid pointer")
+	ErrClosed         = errors.New("refalloc: closed")
+	// ErrLeaked is returned by Allocator.Close when objects were still live.
+	ErrLeaked = errors.New("refalloc: objects leaked")
+)
+
+// FreeError is a rejected free: the sentinel (ErrDoubleFree or ErrInvalidPointer),
+// the address passed, and the class the address falls in (-1 when none).
+type FreeError struct {
+	Err   error
+	Addr  uintptr
+	Class int // size class, spec.Large for a large object, -1 when unknown
+	Rule  string
+}
+
+func (e *FreeError) Error() string {
+	switch {
+	case e.Class == spec.Large:
+		return fmt.Sprintf("%v: %#x (large object) [%s]", e.Err, e.Addr, e.Rule)
+	case e.Class >= 0:
+		return fmt.Sprintf("%v: %#x (class %d, %d bytes) [%s]", e.Err, e.Addr, e.Class, spec.ClassSize(e.Class), e.Rule)
+	}
+	return fmt.Sprintf("%v: %#x [%s]", e.Err, e.Addr, e.Rule)
+}
+
+func (e *FreeError) Unwrap() error { return e.Err }
+
+// FREE-DOUBLE
+func errDouble(addr uintptr, class int) error {
+	return &FreeError{Err: ErrDoubleFree, Addr: addr, Class: class, Rule: spec.RuleFreeDouble}
+}
+
+// FREE-INVALID
+func errInvalid(addr uintptr, class int) error {
+	return &FreeError{Err: ErrInvalidPointer, Addr: addr, Class: class, Rule: spec.RuleFreeInvalid}
+}
+
+func errSize(n, align int) error {
+	return fmt.Errorf("%w: size %d, alignment %d", ErrInvalidSize, n, align)
+}

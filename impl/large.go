@@ -1,0 +1,95 @@
+// Large objects: runs of whole superblocks, with exact accounting (LARGE-EXACT).
+
+package impl
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// largeMark is the class byte a released large head keeps, so that freeing its
+// address again is reported as a double free rather than an invalid pointer.
+const largeMark = 0xfe
+
+// allocLarge returns n bytes (n > the largest small class, or an alignment no
+// class honours) from a run of whole superblocks; cap is n rounded up to pages.
+func (a *Allocator) allocLarge(n int) ([]byte, error) {
+	usable := spec.LargeUsable(n)
+	m := uint32(spec.LargeSuperblocks(usable))
+	a.mu.Lock()
+	i, ok := a.takeRun(m)
+	if !ok {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w: no free run of %d superblocks for %d bytes", ErrOutOfMemory, m, n)
+	}
+	dirty := false
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
+		dirty = dirty || sb.dirty
+		sb.dirty = true
+		state := uint8(stateLargeTail)
+		if j == i {
+			state = stateLargeHead
+		}
+		sb.meta.Store(packMeta(gen, state, noClass))
+	}
+	head := a.header(i)
+	head.runLen, head.usable = m, uintptr(usable)
+	a.large.Allocs++ // LARGE-EXACT: counted at the event
+	a.large.LiveObjects++
+	a.large.LiveBytes += uint64(usable)
+	a.counts.large += int(m)
+	a.mu.Unlock()
+	b := unsafe.Slice((*byte)(a.sbAddr(head)), usable)
+	if dirty {
+		clear(b) // ZEROED
+	}
+	return b[:n], nil
+}
+
+// freeLarge frees the large object starting at offset off, or says why not.
+func (a *Allocator) freeLarge(off uintptr) error {
+	addr := a.base + off
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	head := a.lookup(off >> spec.SuperblockShift)
+	_, state, k := unpackMeta(head.meta.Load())
+	switch {
+	case state == statePool:
+		return a.stalePoolFree(off, k)
+	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0:
+		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
+	}
+	m := head.runLen
+	for j := head.idx; j < head.idx+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
+		mark := uint8(noClass)
+		if j == head.idx {
+			mark = largeMark
+		}
+		sb.meta.Store(packMeta(gen+1, statePool, mark))
+	}
+	a.large.Frees++
+	a.large.LiveObjects--
+	a.large.LiveBytes -= uint64(head.usable)
+	a.counts.large -= int(m)
+	a.putRun(head.idx, m)
+	return nil
+}
+
+// stalePoolFree classifies a free into a pooled superblock: the start of a slot
+// of its last layout is a double free (FREE-DOUBLE), anything else is invalid.
+func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
+	addr, rel := a.base+off, int(off&(spec.SuperblockSize-1))
+	switch {
+	case k == largeMark && rel == 0:
+		return errDouble(addr, spec.Large)
+	case k < spec.NumClasses && rel%spec.ClassSize(int(k)) == 0 && rel/spec.ClassSize(int(k)) < spec.ClassObjects(int(k)):
+		return errDouble(addr, int(k))
+	}
+	return errInvalid(addr, -1)
+}

@@ -1,0 +1,141 @@
+// Remote frees: the lock-free path of a free into a superblock another cache owns,
+// the owners' notification stacks, and collection.
+
+package impl
+
+import (
+	"math/bits"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// closedStack marks the notification stack of a closed cache: a pusher that sees
+// it re-reads the superblock's owner, which the closing cache set to nil first.
+var closedStack = new(superblock)
+
+func trailingZeros(x uint32) int { return bits.TrailingZeros32(x) }
+
+// freeRemote frees the object at offset off of a superblock c does not own, using
+// the entry e (a hit, or just filled). The CAS carries e.gen: it succeeds only if
+// the superblock is still in the generation e describes (CACHE-COHERENT).
+func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
+	rel := uint32(off) & (spec.SuperblockSize - 1)
+	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
+	if idx*e.size != rel || idx >= e.nobj {
+		return c.reject(errInvalid(c.a.base+off, int(e.class)))
+	}
+	g, m := idx>>5, uint32(1)<<(idx&31)
+	w := &e.rw[g]
+	for {
+		old := w.Load()
+		if uint32(old>>32) != e.gen {
+			gen, _, _ := unpackMeta(e.sb.meta.Load())
+			if gen == e.gen {
+				// Stamped but not yet relabelled: the owner is releasing the
+				// superblock, which it only does when no object is live.
+				return c.reject(errDouble(c.a.base+off, int(e.class)))
+			}
+			e.tag = noTag
+			return c.freeMiss(off)
+		}
+		if uint32(old)&m != 0 {
+			// FREE-DOUBLE: a repeated remote free still pending.
+			return c.reject(errDouble(c.a.base+off, int(e.class)))
+		}
+		if w.CompareAndSwap(old, old|uint64(m)) {
+			break
+		}
+	}
+	c.a.notify(e.sb)
+	return nil
+}
+
+// notify makes sure sb's owner (or, for an orphan, whoever next holds a.mu) learns
+// that sb has pending remote frees. Only the goroutine whose CAS sets notified
+// may link sb into a stack, so nextNotify has one writer at a time.
+func (a *Allocator) notify(sb *superblock) {
+	if sb.notified.Load() || !sb.notified.CompareAndSwap(false, true) {
+		return
+	}
+	for {
+		head := &a.orphanNotify
+		if o := sb.owner.Load(); o != nil {
+			head = &o.notify
+		}
+		h := head.Load()
+		if h == closedStack {
+			continue // the owner closed after we read it; sb.owner is already nil
+		}
+		sb.nextNotify.Store(h)
+		if head.CompareAndSwap(h, sb) {
+			return
+		}
+	}
+}
+
+// forward re-notifies a superblock popped from a stack it no longer belongs on.
+func (a *Allocator) forward(sb *superblock) {
+	if rs := sb.remote.Load(); rs != nil && rs.pending() {
+		a.notify(sb)
+	}
+}
+
+// drainNotify collects the remote frees of every superblock on c's stack.
+func (c *Cache) drainNotify() {
+	for sb := c.notify.Swap(nil); sb != nil; {
+		next := sb.nextNotify.Load()
+		// Reset before collecting: a bit set after the collection below will find
+		// notified false and push sb again.
+		sb.notified.Store(false)
+		if sb.owner.Load() == c {
+			c.collect(sb)
+		} else {
+			c.a.forward(sb)
+		}
+		sb = next
+	}
+}
+
+// collect moves sb's pending remote frees into its free bitmap, publishes them
+// with its local frees, and files sb (or releases it) by its new free count.
+func (c *Cache) collect(sb *superblock) {
+	k := int(sb.class)
+	c.publishFrees(k, c.a.collectAll(c, &c.cls[k], sb))
+	c.publishLocal(sb)
+}
+
+// collectAll collects every group of sb; see collectWord.
+func (a *Allocator) collectAll(c *Cache, held *classCache, sb *superblock) int32 {
+	rs := sb.remote.Load()
+	var n int32
+	for g := range sb.groups() {
+		n += a.collectWord(c, held, sb, rs, g)
+	}
+	return n
+}
+
+// collectWord moves the pending remote frees of group g into sb's free bitmap and
+// returns how many there were. A pending bit on an object that is not live (free
+// in the superblock, or in held, the owner's held group) is a double free
+// (FREE-DOUBLE): counted against c and dropped. Caller owns sb (or holds a.mu for
+// an orphan).
+func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *remoteSet, g int) int32 {
+	w := &rs.w[g]
+	old := w.Load()
+	if uint32(old) == 0 {
+		return 0
+	}
+	old = w.Swap(old &^ (1<<32 - 1)) // the tag cannot change while we own sb
+	bad := sb.free[g]
+	if held != nil && held.sb == sb && held.group == int32(g) {
+		bad |= held.bits
+	}
+	pending := uint32(old)
+	for d := pending & bad; d != 0; d &= d - 1 {
+		a.lateDouble(c, sb, int(sb.class), g*32+trailingZeros(d))
+	}
+	good := pending &^ bad
+	sb.free[g] |= good
+	sb.nfree += popcount(good)
+	return popcount(good)
+}

@@ -1,0 +1,237 @@
+// Snapshot: a read-only copy of the internal state, for the invariant checker.
+
+package impl
+
+import (
+	"sort"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// SBState is the state of a superblock in a Snapshot.
+type SBState int
+
+const (
+	SBUnused SBState = iota
+	SBPool
+	SBSmall
+	SBLargeHead
+	SBLargeTail
+)
+
+func (s SBState) String() string {
+	return [...]string{"unused", "pool", "small", "large-head", "large-tail"}[s]
+}
+
+// Snapshot is a copy of the allocator's internal state. Take it only when no
+// other goroutine is using the Allocator or its caches (a quiescent point that the
+// caller has synchronized with, e.g. after a WaitGroup).
+type Snapshot struct {
+	Base, Size     uintptr // the reservation
+	SuperblockSize int
+	PublishBatch   int // the STATS-LAG batch: bound on a superblock's LocalFreed
+	Ways           int // entries of each cache's superblock cache
+	Stats          Stats
+	Superblocks    []SuperblockState // every header ever used, by index
+	Caches         []CacheState      // the open caches, by ID
+	Large          []LargeObject     // live large objects, by address
+	FreeRuns       []Run             // the pool, by start
+}
+
+// SuperblockState is one superblock header.
+type SuperblockState struct {
+	Index int
+	Addr  uintptr
+	State SBState
+	Gen   uint32
+	// Class is the size class (small), or the class of its last small life
+	// (pool; spec.Large after a large object), or -1.
+	Class int
+	// Owner is the owning cache's ID; -1 for an orphan or when not small.
+	Owner   int
+	Orphan  bool
+	Current bool // the current superblock of its class in its owner
+	Objects int
+	// Free and Pending are the free bitmap and the pending remote frees, one
+	// word per 32 objects. RemoteTags are the generation tags of the remote words.
+	Free, Pending []uint32
+	RemoteTags    []uint32
+	NFree         int // set bits of Free, minus LocalFreed
+	LocalFreed    int // local frees not yet published (STATS-LAG)
+	Notified      bool
+	// Live is the impl's own count of live objects (not free, held, or pending);
+	// the invariant checker recomputes it.
+	Live int
+}
+
+// CacheState is one open cache.
+type CacheState struct {
+	ID      int
+	Front   bool // the Allocator's internal cache
+	Held    []HeldGroup
+	Current []int // current superblock index per class, -1 when none
+	Entries []Entry
+	// Published counters per class, and bad frees detected by this cache.
+	Allocs, Frees             []uint64
+	DoubleFrees, InvalidFrees uint64
+}
+
+// HeldGroup is a class's held group: objects taken from a superblock, not yet
+// handed out (the "Held" of STATS-LEAD).
+type HeldGroup struct {
+	Class      int
+	Superblock int
+	Group      int
+	Bits       uint32
+}
+
+// Entry is one valid superblock-cache entry (CACHE-COHERENT).
+type Entry struct {
+	Way        int
+	Superblock int
+	Class      int
+	Size       uint32
+	Magic      uint32
+	Objects    uint32
+	Gen        uint32
+	Mine       bool
+	// SameRemote reports whether the entry's remote words are the header's
+	// current remote set.
+	SameRemote bool
+}
+
+// LargeObject is a live large object.
+type LargeObject struct {
+	Addr        uintptr
+	Usable      int
+	Superblocks int
+}
+
+// Run is a run of free superblocks in the pool.
+type Run struct{ Start, N int }
+
+// Snapshot copies the internal state. Quiescent callers only (see Snapshot).
+func (a *Allocator) Snapshot() *Snapshot { return a.snapshot() }
+
+func (a *Allocator) snapshot() *Snapshot {
+	s := &Snapshot{
+		Base: a.base, Size: a.size, SuperblockSize: spec.SuperblockSize,
+		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(),
+	}
+	a.regMu.Lock()
+	caches := make([]*Cache, 0, len(a.caches))
+	for c := range a.caches {
+		caches = append(caches, c)
+	}
+	a.regMu.Unlock()
+	sort.Slice(caches, func(i, j int) bool { return caches[i].id < caches[j].id })
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.runs {
+		s.FreeRuns = append(s.FreeRuns, Run{int(r.start), int(r.n)})
+	}
+	held := map[*superblock]*classCache{}
+	for _, c := range caches {
+		for k := range c.cls {
+			if cc := &c.cls[k]; cc.bits != 0 {
+				held[cc.sb] = cc
+			}
+		}
+	}
+	for ci := range a.top {
+		ch := a.top[ci].Load()
+		if ch == nil {
+			continue
+		}
+		for j := range ch {
+			sb := &ch[j]
+			gen, state, k := unpackMeta(sb.meta.Load())
+			if state == stateUnused {
+				continue
+			}
+			st := SuperblockState{
+				Index: int(sb.idx), Addr: a.base + uintptr(sb.idx)<<spec.SuperblockShift,
+				State: SBState(state), Gen: gen, Class: -1, Owner: -1,
+			}
+			switch {
+			case k < spec.NumClasses:
+				st.Class = int(k)
+			case k == largeMark:
+				st.Class = spec.Large
+			}
+			if state == stateLargeHead {
+				s.Large = append(s.Large, LargeObject{Addr: st.Addr, Usable: int(sb.usable), Superblocks: int(sb.runLen)})
+			}
+			if state == stateSmall {
+				a.snapSmall(&st, sb, held[sb])
+			}
+			s.Superblocks = append(s.Superblocks, st)
+		}
+	}
+	for _, c := range caches {
+		s.Caches = append(s.Caches, c.snapshot(c == a.front.c))
+	}
+	return s
+}
+
+func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCache) {
+	if o := sb.owner.Load(); o != nil {
+		st.Owner = o.id
+		st.Current = sb.list == listCurrent
+	}
+	st.Orphan = sb.list == listOrphan
+	st.Objects = int(sb.objects())
+	st.Free = append([]uint32(nil), sb.free...)
+	rs := sb.remote.Load()
+	for g := range sb.free {
+		w := rs.w[g].Load()
+		st.Pending = append(st.Pending, uint32(w))
+		st.RemoteTags = append(st.RemoteTags, uint32(w>>32))
+	}
+	st.NFree, st.LocalFreed = int(sb.nfree), int(sb.localFreed)
+	st.Notified = sb.notified.Load()
+	for g := range st.Free {
+		notLive := st.Free[g] | st.Pending[g]
+		if held != nil && int(held.group) == g {
+			notLive |= held.bits
+		}
+		valid := uint32(1<<32 - 1)
+		if rest := st.Objects - 32*g; rest < 32 {
+			valid = 1<<rest - 1
+		}
+		st.Live += int(popcount(valid &^ notLive))
+	}
+}
+
+func (c *Cache) snapshot(front bool) CacheState {
+	cs := CacheState{ID: c.id, Front: front, DoubleFrees: c.bad.double.Load(), InvalidFrees: c.bad.invalid.Load()}
+	for k := range c.cls {
+		cc := &c.cls[k]
+		cur := -1
+		if cc.sb != nil {
+			cur = int(cc.sb.idx)
+		}
+		cs.Current = append(cs.Current, cur)
+		if cc.bits != 0 {
+			cs.Held = append(cs.Held, HeldGroup{Class: k, Superblock: int(cc.sb.idx), Group: int(cc.group), Bits: cc.bits})
+		}
+		cs.Allocs = append(cs.Allocs, c.pub[k].allocs.Load())
+		cs.Frees = append(cs.Frees, c.pub[k].frees.Load())
+	}
+	for w := 0; w <= int(c.wayMask); w++ {
+		e := &c.sbc[w]
+		if e.tag == noTag {
+			continue
+		}
+		same := false
+		if rs := e.sb.remote.Load(); len(e.rw) > 0 && len(rs.w) > 0 {
+			same = &e.rw[0] == &rs.w[0]
+		}
+		cs.Entries = append(cs.Entries, Entry{
+			Way: w, Superblock: int(e.tag), Class: int(e.class), Size: e.size, Magic: e.magic,
+			Objects: e.nobj, Gen: e.gen, Mine: e.mine, SameRemote: same,
+		})
+	}
+	return cs
+}

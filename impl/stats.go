@@ -1,0 +1,91 @@
+// Stats: the published counters, summed over caches; readable from any goroutine.
+
+package impl
+
+import "github.com/refalloc/refalloc/spec"
+
+// ClassStats are the counters of one small size class.
+type ClassStats struct {
+	Class       int
+	Size        int // usable bytes of an object
+	SlabObjects int // objects per superblock
+	// Allocs is ahead of the true number of allocations by exactly the objects
+	// caches hold (taken from superblocks, not yet handed out): at most
+	// min(32, SlabObjects) per cache (STATS-LEAD). An upper bound.
+	Allocs uint64
+	// Frees is behind the true number of frees by the frees not yet published:
+	// fewer than 64 local frees per owned superblock, plus remote frees not yet
+	// collected by their owner (STATS-LAG). A lower bound.
+	Frees uint64
+}
+
+// LargeStats are exact at every instant (LARGE-EXACT).
+type LargeStats struct {
+	Allocs, Frees uint64
+	LiveObjects   uint64
+	LiveBytes     uint64 // usable bytes of live large objects
+}
+
+// Stats is a snapshot of the published counters. After every cache has flushed,
+// Allocs and Frees are exact (STATS-EXACT); Allocs-Frees never under-reports the
+// live objects of a class.
+type Stats struct {
+	Classes []ClassStats
+	Large   LargeStats
+	// DoubleFrees and InvalidFrees count every bad free detected: those returned
+	// as errors and those found later, when an owner collected a remote free
+	// (FREE-DOUBLE, FREE-INVALID).
+	DoubleFrees, InvalidFrees uint64
+	// Reserved is the address space reserved; SmallSuperblocks, LargeSuperblocks
+	// and OrphanedSuperblocks count superblocks in use by each kind.
+	Reserved                                                uint64
+	SmallSuperblocks, LargeSuperblocks, OrphanedSuperblocks int
+}
+
+// counters is what a closed cache leaves to the Allocator's totals.
+type counters struct {
+	allocs, frees   [spec.NumClasses]uint64
+	double, invalid uint64
+}
+
+// Stats returns the published counters. Any goroutine, any time: it reads each
+// cache's counters atomically and never blocks a fast path.
+func (a *Allocator) Stats() Stats {
+	s := Stats{Classes: make([]ClassStats, spec.NumClasses), Reserved: uint64(a.size)}
+	for k := range s.Classes {
+		s.Classes[k] = ClassStats{Class: k, Size: spec.ClassSize(k), SlabObjects: spec.ClassObjects(k)}
+	}
+	a.regMu.Lock()
+	for k := range s.Classes {
+		s.Classes[k].Allocs = a.retired.allocs[k]
+		s.Classes[k].Frees = a.retired.frees[k]
+	}
+	s.DoubleFrees, s.InvalidFrees = a.retired.double, a.retired.invalid
+	for c := range a.caches {
+		for k := range s.Classes {
+			s.Classes[k].Allocs += c.pub[k].allocs.Load()
+			s.Classes[k].Frees += c.pub[k].frees.Load()
+		}
+		s.DoubleFrees += c.bad.double.Load()
+		s.InvalidFrees += c.bad.invalid.Load()
+	}
+	a.regMu.Unlock()
+	a.mu.Lock()
+	s.Large = a.large
+	s.SmallSuperblocks, s.LargeSuperblocks, s.OrphanedSuperblocks = a.counts.small, a.counts.large, a.counts.orphaned
+	a.mu.Unlock()
+	return s
+}
+
+// retire folds a closing cache's counters into the Allocator's totals.
+func (a *Allocator) retire(c *Cache) {
+	a.regMu.Lock()
+	for k := range c.pub {
+		a.retired.allocs[k] += c.pub[k].allocs.Load()
+		a.retired.frees[k] += c.pub[k].frees.Load()
+	}
+	a.retired.double += c.bad.double.Load()
+	a.retired.invalid += c.bad.invalid.Load()
+	delete(a.caches, c)
+	a.regMu.Unlock()
+}

@@ -1,0 +1,5 @@
+//go:build refalloc_nostats
+
+package impl
+
+const statsEnabled = false

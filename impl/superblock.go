@@ -1,0 +1,163 @@
+// Superblock headers: the out-of-band metadata of one 64 KiB superblock.
+
+package impl
+
+import (
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Superblock states, kept in the state byte of superblock.meta.
+const (
+	stateUnused    = iota // never handed out; the memory is fresh
+	statePool             // free, in the central pool
+	stateSmall            // carved into objects of one class; owned by a cache, or orphaned
+	stateLargeHead        // first superblock of a large object
+	stateLargeTail        // a later superblock of a large object
+)
+
+// noClass is the class byte of a superblock that never held small objects.
+const noClass = 0xff
+
+func packMeta(gen uint32, state, class uint8) uint64 {
+	return uint64(gen)<<32 | uint64(state)<<8 | uint64(class)
+}
+
+func unpackMeta(m uint64) (gen uint32, state, class uint8) {
+	return uint32(m >> 32), uint8(m >> 8), uint8(m)
+}
+
+// remoteSet holds the pending remote frees of a small superblock: word g covers
+// objects 32g..32g+31 in its low 32 bits, and carries the superblock's generation
+// in its high 32 bits. A remote free is a CAS that only succeeds when the tag
+// equals the generation the freeing cache believes in (CACHE-COHERENT), so a free
+// computed from stale layout can never land in a repurposed superblock.
+type remoteSet struct {
+	w []atomic.Uint64
+}
+
+// superblock is the header of one superblock. Headers are created once per address
+// range and reused for its whole life, so a *superblock is stable.
+//
+// Three kinds of fields, by who may touch them:
+//   - shared: atomics, read by any goroutine that frees into the superblock;
+//   - owner-private: touched only by the owning cache, with plain loads and stores;
+//     while the superblock is orphaned or pooled they belong to whoever holds a.mu;
+//   - central: under a.mu.
+type superblock struct {
+	// shared
+	meta   atomic.Uint64 // gen<<32 | state<<8 | class: the authoritative layout
+	owner  atomic.Pointer[Cache]
+	remote atomic.Pointer[remoteSet]
+	// notified is true while the superblock is on (or being pushed onto) a
+	// notification stack; only the goroutine that set it may link it (nextNotify).
+	notified   atomic.Bool
+	nextNotify atomic.Pointer[superblock]
+
+	// owner-private
+	free       []uint32 // bit set: the object is free in the superblock
+	nfree      int32    // set bits in free, not counting localFreed
+	localFreed int32    // local frees since the last publication (STATS-LAG)
+	limit      int32    // localFreed that sends the free path to freeSlow
+	cursor     int32    // next group refill looks at
+	zeroedFrom int32    // objects at or above this index are known to read as zero
+	class      uint8
+	list       uint8 // which list prev/next link it into
+	prev, next *superblock
+
+	// central
+	idx    uint32
+	runLen uint32  // large head: superblocks in the run
+	usable uintptr // large head: usable bytes
+	dirty  bool    // memory may be nonzero (used since it was last fresh)
+}
+
+// Lists a superblock can be on (superblock.list).
+const (
+	listNone    = iota
+	listPartial // owned, not current, some objects free
+	listFull    // owned, not current, no object free
+	listOrphan  // orphaned (its cache closed), on a.orphans[class]
+	listCurrent // owned, the class's current superblock
+)
+
+func (sb *superblock) groups() int { return len(sb.free) }
+
+// initSmall prepares the owner-private state for class k. gen is the new
+// generation; the remote set's words are already tagged with it.
+func (sb *superblock) initSmall(k int) {
+	n := spec.ClassObjects(k)
+	g := (n + 31) / 32
+	if cap(sb.free) >= g {
+		sb.free = sb.free[:g]
+	} else {
+		sb.free = make([]uint32, g)
+	}
+	for i := range sb.free {
+		sb.free[i] = ^uint32(0)
+	}
+	if n%32 != 0 {
+		sb.free[g-1] = 1<<(n%32) - 1
+	}
+	sb.nfree = int32(n)
+	sb.localFreed = 0
+	sb.cursor = 0
+	sb.class = uint8(k)
+	if sb.dirty {
+		sb.zeroedFrom = int32(n)
+	} else {
+		sb.zeroedFrom = 0
+	}
+	sb.dirty = true
+}
+
+// objects is the number of objects of the superblock's class.
+func (sb *superblock) objects() int32 { return int32(spec.ClassObjects(int(sb.class))) }
+
+// foldFreed moves localFreed into nfree and returns how many it moved, for the
+// caller to publish (STATS-LAG: frees are published in batches).
+func (sb *superblock) foldFreed() int32 {
+	n := sb.localFreed
+	sb.nfree += n
+	sb.localFreed = 0
+	return n
+}
+
+func (sb *superblock) empty() bool { return sb.nfree+sb.localFreed == sb.objects() }
+
+// ensureRemote gives the superblock a remote set with at least g words, tagged
+// with gen, the generation of the small period that starts. A set that is too
+// small is replaced; a set that is kept is restamped, since a large life may
+// have advanced the generation since the last small release stamped it. The
+// plain store cannot lose a remote free: no entry holds a generation the words
+// carried while the superblock was not small (entries are filled only from a
+// small superblock), so no CAS on them can have succeeded.
+func (sb *superblock) ensureRemote(g int, gen uint32) {
+	rs := sb.remote.Load()
+	if rs != nil && len(rs.w) >= g {
+		for i := range rs.w {
+			rs.w[i].Store(uint64(gen) << 32)
+		}
+		return
+	}
+	nrs := &remoteSet{w: make([]atomic.Uint64, g)}
+	for i := range nrs.w {
+		nrs.w[i].Store(uint64(gen) << 32)
+	}
+	sb.remote.Store(nrs)
+}
+
+// pendingBits reports whether any remote free is pending.
+func (rs *remoteSet) pending() bool {
+	for i := range rs.w {
+		if uint32(rs.w[i].Load()) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// popcount of a group.
+func popcount(x uint32) int32 { return int32(bits.OnesCount32(x)) }

@@ -1,0 +1,435 @@
+// Harness: drives an Allocator and the Model side by side, checking each call.
+
+package invariants
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Front is the cache ID of the Allocator's own goroutine-safe methods.
+const Front = -1
+
+// Harness applies operations to an Allocator and to the Model and returns the
+// first violation. It is single-goroutine: the rapid machines and the program
+// fuzzer drive it; the concurrent stress tests use the Model directly.
+type Harness struct {
+	A     *impl.Allocator
+	M     *oracle.Model
+	other *impl.Allocator // for "a pointer from another Allocator"
+
+	caches map[int]*impl.Cache // open caches by ID
+	// closedHandles keeps closed caches, to call them after Close (ErrClosed).
+	closedHandles map[int]*impl.Cache
+	ids           []int              // every cache ever opened, in order
+	live          map[uintptr][]byte // live objects as the allocator returned them
+	freed         []([]byte)         // objects freed before, for double frees
+	fills         map[uintptr]byte   // INTEGRITY: each object's fill byte
+	fill          byte
+	// CheckEachStep runs Check after every operation (the rapid machines do it
+	// themselves in their "" action).
+	CheckEachStep bool
+}
+
+// NewHarness makes an Allocator with opt, its Model, and a second Allocator.
+func NewHarness(opt impl.Options) (*Harness, error) {
+	a, err := impl.New(opt)
+	if err != nil {
+		return nil, err
+	}
+	other, err := impl.New(impl.Options{Reserve: spec.SuperblockSize * 4})
+	if err != nil {
+		return nil, err
+	}
+	s := a.Snapshot()
+	return &Harness{
+		A: a, M: oracle.New(s.Base, s.Size), other: other,
+		caches: map[int]*impl.Cache{}, closedHandles: map[int]*impl.Cache{}, live: map[uintptr][]byte{}, fills: map[uintptr]byte{},
+	}, nil
+}
+
+// Close closes the harness's allocators (the model checks the leak count).
+func (h *Harness) Close() error {
+	if !h.M.Closed() {
+		if err := h.CloseAllocator(); err != nil {
+			return err
+		}
+	}
+	return h.other.Close()
+}
+
+func addr(b []byte) uintptr {
+	if cap(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+func (h *Harness) cache(id int) interface {
+	Alloc(int) ([]byte, error)
+	AllocAligned(int, int) ([]byte, error)
+	Free([]byte) error
+} {
+	if id == Front {
+		return h.A
+	}
+	if c := h.caches[id]; c != nil {
+		return c
+	}
+	return nil
+}
+
+func (h *Harness) step(v *oracle.Violation) error {
+	if v != nil {
+		return v
+	}
+	if h.CheckEachStep {
+		return h.Check()
+	}
+	return nil
+}
+
+// NewCache opens a cache and returns its ID.
+func (h *Harness) NewCache() (int, error) {
+	c, err := h.A.NewCache()
+	if h.M.Closed() {
+		if Kind(err) != oracle.Closed {
+			return 0, violation(spec.RuleRefines, "NewCache after Close returned %v", err)
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	id := h.A.Snapshot().Caches
+	cid := id[len(id)-1].ID
+	h.caches[cid] = c
+	h.ids = append(h.ids, cid)
+	return cid, h.step(h.M.OpenCache(cid))
+}
+
+// Caches returns the IDs of the open caches.
+func (h *Harness) Caches() []int { return h.M.OpenCaches() }
+
+// AllIDs returns every cache ID ever opened (closed ones too).
+func (h *Harness) AllIDs() []int { return h.ids }
+
+// Alloc allocates n bytes aligned to align (1: Alloc) on cache id (Front: the
+// Allocator's methods), checks ZEROED, and fills the object (INTEGRITY).
+func (h *Harness) Alloc(id, n, align int) error {
+	c := h.cache(id)
+	if c == nil { // closed cache: call it anyway through the closed handle
+		return h.allocClosed(id, n, align)
+	}
+	var b []byte
+	var err error
+	if align == 1 {
+		b, err = c.Alloc(n)
+	} else {
+		b, err = c.AllocAligned(n, align)
+	}
+	if v := h.M.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err)); v != nil {
+		return v
+	}
+	if err != nil {
+		if Kind(err) == oracle.OutOfMemory {
+			cid := id
+			if id == Front {
+				cid = h.frontID()
+			}
+			if vs := CheckOOM(h.A.Snapshot(), cid, n, align); len(vs) > 0 {
+				return vs[0]
+			}
+		}
+		return h.step(nil)
+	}
+	full := b[:cap(b)]
+	for i, x := range full {
+		if x != 0 {
+			return violation(spec.RuleZeroed, "Alloc(%d) = %#x: byte %d of %d is %#x", n, addr(b), i, cap(b), x)
+		}
+	}
+	h.fill++
+	if h.fill == 0 {
+		h.fill = 1
+	}
+	for i := range full {
+		full[i] = h.fill
+	}
+	h.live[addr(b)] = b
+	h.fills[addr(b)] = h.fill
+	return h.step(nil)
+}
+
+func (h *Harness) frontID() int {
+	for _, c := range h.A.Snapshot().Caches {
+		if c.Front {
+			return c.ID
+		}
+	}
+	return Front
+}
+
+func (h *Harness) allocClosed(id, n, align int) error {
+	_, err := h.closedCache(id).AllocAligned(n, align)
+	return h.step(h.M.Alloc(id, n, align, 0, 0, 0, Kind(err)))
+}
+
+// closed caches are kept to call them after Close.
+func (h *Harness) closedCache(id int) *impl.Cache { return h.closedHandles[id] }
+
+// Live returns the addresses of the live objects (in no particular order).
+func (h *Harness) Live() []uintptr {
+	out := make([]uintptr, 0, len(h.live))
+	for _, o := range h.M.Live() {
+		out = append(out, o.Addr)
+	}
+	return out
+}
+
+// Owner returns the cache that allocated the live object at a.
+func (h *Harness) Owner(a uintptr) int {
+	o, _ := h.M.LiveAt(a)
+	return o.Cache
+}
+
+// Free frees the live object at a on cache id, after checking its fill.
+func (h *Harness) Free(id int, a uintptr) error {
+	b, ok := h.live[a]
+	if !ok {
+		return fmt.Errorf("harness: %#x is not live", a)
+	}
+	for i, x := range b[:cap(b)] {
+		if x != h.fills[a] {
+			return violation(spec.RuleIntegrity, "object %#x byte %d is %#x, was filled with %#x", a, i, x, h.fills[a])
+		}
+	}
+	got, err := h.free(id, b)
+	if err != nil {
+		return err
+	}
+	if got == oracle.OK {
+		delete(h.live, a)
+		delete(h.fills, a)
+		h.freed = append(h.freed, b)
+	}
+	return h.step(nil)
+}
+
+// free frees b on cache id and checks the outcome with the model and, for a
+// cache that is open, with ExpectFree's exact prediction from a snapshot.
+func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
+	expect := oracle.Closed
+	if c := h.cache(id); c != nil && !h.M.Closed() {
+		cid := id
+		if id == Front {
+			cid = h.frontID()
+		}
+		expect = ExpectFree(h.A.Snapshot(), cid, addr(b))
+	}
+	var err error
+	if c := h.cache(id); c != nil {
+		err = c.Free(b)
+	} else {
+		err = h.closedCache(id).Free(b)
+	}
+	got := Kind(err)
+	if v := h.M.Free(id, addr(b), got); v != nil {
+		return got, v
+	}
+	if got != expect {
+		rule := spec.RuleFreeDouble
+		if expect == oracle.InvalidPointer || got == oracle.InvalidPointer {
+			rule = spec.RuleFreeInvalid
+		}
+		return got, violation(rule, "Free(%#x) on cache %d returned %v; the snapshot says %v", addr(b), id, got, expect)
+	}
+	return got, nil
+}
+
+// Bad free kinds.
+const (
+	BadNil = iota
+	BadInterior
+	BadGoHeap
+	BadOtherAllocator
+	BadDouble
+	BadWild
+	NumBad
+)
+
+// FreeBad makes a bad free of the given kind on cache id; pick selects among the
+// candidates (live objects, freed objects, offsets).
+func (h *Harness) FreeBad(id, kind, pick int) error {
+	var b []byte
+	switch kind {
+	case BadNil:
+		b = nil
+	case BadInterior:
+		if len(h.live) == 0 {
+			return nil
+		}
+		o := h.live[h.nth(pick)]
+		if cap(o) < 2 {
+			return nil
+		}
+		b = o[:cap(o)][1+pick%(cap(o)-1):]
+	case BadGoHeap:
+		b = make([]byte, 1+pick%100)
+	case BadOtherAllocator:
+		o, err := h.other.Alloc(1 + pick%100)
+		if err != nil {
+			return err
+		}
+		defer h.other.Free(o)
+		b = o
+	case BadDouble:
+		if len(h.freed) == 0 {
+			return nil
+		}
+		b = h.freed[pick%len(h.freed)]
+		if _, ok := h.live[addr(b)]; ok {
+			return nil // the address is live again: that would be a real free
+		}
+	case BadWild:
+		if len(h.freed) == 0 && len(h.live) == 0 {
+			return nil
+		}
+		var o []byte
+		if len(h.freed) > 0 {
+			o = h.freed[pick%len(h.freed)]
+		} else {
+			o = h.live[h.nth(pick)]
+		}
+		// An offset that keeps the pointer inside the reservation.
+		p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(o)), -int(addr(o)-h.M.Base())%spec.SuperblockSize+8*(pick%8192))
+		if uintptr(p) >= h.M.Base()+h.M.Size() {
+			return nil
+		}
+		b = unsafe.Slice((*byte)(p), 1)
+		if _, ok := h.live[addr(b)]; ok {
+			return nil
+		}
+	}
+	if _, err := h.free(id, b); err != nil {
+		return err
+	}
+	return h.step(nil)
+}
+
+func (h *Harness) nth(pick int) uintptr {
+	objs := h.M.Live()
+	return objs[pick%len(objs)].Addr
+}
+
+// Flush flushes cache id (Front: the Allocator's).
+func (h *Harness) Flush(id int) error {
+	if id == Front {
+		h.A.Flush()
+	} else if c := h.caches[id]; c != nil {
+		c.Flush()
+	}
+	return h.step(nil)
+}
+
+// FlushAll flushes every open cache and checks STATS-EXACT.
+func (h *Harness) FlushAll() error {
+	if h.M.Closed() {
+		return nil
+	}
+	for _, id := range h.Caches() {
+		h.caches[id].Flush()
+	}
+	h.A.Flush()
+	return join(CheckFlushed(h.A.Snapshot(), h.M))
+}
+
+// CloseCache closes cache id.
+func (h *Harness) CloseCache(id int) error {
+	c := h.caches[id]
+	if c == nil {
+		c = h.closedCache(id)
+	}
+	err := c.Close()
+	if v := h.M.CloseCache(id, Kind(err)); v != nil {
+		return v
+	}
+	if h.caches[id] != nil {
+		h.closedHandles[id] = c
+		delete(h.caches, id)
+	}
+	return h.step(nil)
+}
+
+// CloseAllocator closes the Allocator and checks the leak count.
+func (h *Harness) CloseAllocator() error {
+	leaked := len(h.Live())
+	err := h.A.Close()
+	got := Kind(err)
+	if errors.Is(err, impl.ErrLeaked) {
+		got = oracle.OK
+		if !containsCount(err, leaked) {
+			return violation(spec.RuleEmpty, "Close: %v, but %d objects are live", err, leaked)
+		}
+	} else if err == nil {
+		leaked = 0
+	}
+	for id, c := range h.caches {
+		h.closedHandles[id] = c
+	}
+	h.caches = map[int]*impl.Cache{}
+	if v := h.M.Close(got, leaked); v != nil {
+		return v
+	}
+	return nil
+}
+
+func containsCount(err error, n int) bool {
+	return strings.Contains(err.Error(), fmt.Sprintf(" %d objects", n))
+}
+
+// FreeAll frees every live object on the cache that allocated it (or Front),
+// flushes every cache, and checks EMPTY.
+func (h *Harness) FreeAll() error {
+	if h.M.Closed() {
+		return nil
+	}
+	for _, o := range h.M.Live() {
+		id := o.Cache
+		if id != Front && h.caches[id] == nil {
+			id = Front
+		}
+		if err := h.Free(id, o.Addr); err != nil {
+			return err
+		}
+	}
+	if err := h.FlushAll(); err != nil {
+		return err
+	}
+	return join(CheckEmpty(h.A.Snapshot(), h.M))
+}
+
+// Check runs every invariant on a fresh snapshot.
+func (h *Harness) Check() error {
+	if h.M.Closed() {
+		return nil
+	}
+	return join(Check(h.A.Snapshot(), h.M))
+}
+
+func join(vs []*Violation) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	errs := make([]error, len(vs))
+	for i, v := range vs {
+		errs[i] = v
+	}
+	return errors.Join(errs...)
+}

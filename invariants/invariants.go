@@ -1,0 +1,485 @@
+// Package invariants relates the allocator (a Snapshot of impl) to the model
+// (package oracle) and to itself.
+//
+// Abstract is the abstraction function: from a Snapshot, the live objects it
+// implies, compared with the model's by cmp.Diff (REFINES). Check runs that and
+// every structural rule over a Snapshot: CONSERVE, STATS-LEAD with the held
+// counts, STATS-LAG with the unpublished counts, CACHE-COHERENT over every entry
+// of every cache, NO-OVERLAP, ALIGN, and the bad-free accounting. CheckEmpty adds
+// EMPTY, CheckOOM adds OOM-REAL, and ExpectFree predicts from a Snapshot the exact
+// outcome of a free. Every check returns violations naming a rule ID.
+//
+// How to add an invariant: write a func(*impl.Snapshot, *oracle.Model) []*Violation
+// here, name its rule (add the ID to spec/SPEC.md and spec.Rule...), call it from
+// Check, and give it a test in invariants_test.go that breaks a snapshot on purpose
+// and expects that rule.
+package invariants
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Violation is a broken rule (the oracle's type, so both read alike).
+type Violation = oracle.Violation
+
+func violation(rule, format string, args ...any) *Violation {
+	return &Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Kind maps an error from impl to the oracle's outcome kind.
+func Kind(err error) oracle.Kind {
+	switch {
+	case err == nil:
+		return oracle.OK
+	case errors.Is(err, impl.ErrInvalidSize):
+		return oracle.InvalidSize
+	case errors.Is(err, impl.ErrTooLarge):
+		return oracle.TooLarge
+	case errors.Is(err, impl.ErrOutOfMemory):
+		return oracle.OutOfMemory
+	case errors.Is(err, impl.ErrDoubleFree):
+		return oracle.DoubleFree
+	case errors.Is(err, impl.ErrInvalidPointer):
+		return oracle.InvalidPointer
+	case errors.Is(err, impl.ErrClosed):
+		return oracle.Closed
+	}
+	panic(fmt.Sprintf("invariants: an error that is no sentinel of impl: %v", err))
+}
+
+// StatsView is the part of impl.Stats the model predicts.
+func StatsView(s impl.Stats) oracle.StatsView {
+	var v oracle.StatsView
+	for k, c := range s.Classes {
+		v.Allocs[k], v.Frees[k] = c.Allocs, c.Frees
+	}
+	v.Large = oracle.Counts{Allocs: s.Large.Allocs, Frees: s.Large.Frees}
+	v.LargeLiveBytes = s.Large.LiveBytes
+	v.DoubleFrees, v.InvalidFrees = s.DoubleFrees, s.InvalidFrees
+	return v
+}
+
+// small is a snapshot's view of one small superblock, with its held group.
+type small struct {
+	*impl.SuperblockState
+	held *impl.HeldGroup
+	hold int // the cache holding it
+}
+
+func (sb small) size() int { return spec.ClassSize(sb.Class) }
+
+// valid is the mask of real objects in group g.
+func (sb small) valid(g int) uint32 {
+	if rest := sb.Objects - 32*g; rest < 32 {
+		return 1<<rest - 1
+	}
+	return 1<<32 - 1
+}
+
+func (sb small) heldBits(g int) uint32 {
+	if sb.held != nil && sb.held.Group == g {
+		return sb.held.Bits
+	}
+	return 0
+}
+
+// live is the set of live objects of group g: neither free, held nor pending.
+func (sb small) live(g int) uint32 {
+	return sb.valid(g) &^ (sb.Free[g] | sb.Pending[g] | sb.heldBits(g))
+}
+
+// badPending are pending remote frees of objects that are not live: remote
+// double frees that the owner has yet to find.
+func (sb small) badPending(g int) uint32 {
+	return sb.Pending[g] & (sb.Free[g] | sb.heldBits(g))
+}
+
+// smalls indexes a snapshot's small superblocks with their held groups.
+func smalls(s *impl.Snapshot) (map[int]small, []*Violation) {
+	out := map[int]small{}
+	var vs []*Violation
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.State == impl.SBSmall {
+			out[st.Index] = small{SuperblockState: st, hold: -1}
+		}
+	}
+	for _, c := range s.Caches {
+		for i := range c.Held {
+			h := &c.Held[i]
+			sb, ok := out[h.Superblock]
+			switch {
+			case !ok:
+				vs = append(vs, violation(spec.RuleConserve, "cache %d holds objects of superblock %d, which is not small", c.ID, h.Superblock))
+				continue
+			case sb.held != nil:
+				vs = append(vs, violation(spec.RuleConserve, "superblock %d is held by caches %d and %d", h.Superblock, sb.hold, c.ID))
+			}
+			sb.held, sb.hold = h, c.ID
+			out[h.Superblock] = sb
+		}
+	}
+	return out, vs
+}
+
+// Abstract is the abstraction function: the live objects a snapshot implies,
+// address → usable size.
+func Abstract(s *impl.Snapshot) map[uintptr]int {
+	sbs, _ := smalls(s)
+	live := map[uintptr]int{}
+	for _, sb := range sbs {
+		for g := range sb.Free {
+			for b := sb.live(g); b != 0; b &= b - 1 {
+				idx := 32*g + bits.TrailingZeros32(b)
+				live[sb.Addr+uintptr(idx*sb.size())] = sb.size()
+			}
+		}
+	}
+	for _, o := range s.Large {
+		live[o.Addr] = o.Usable
+	}
+	return live
+}
+
+// Check runs every rule that holds at every quiescent point.
+func Check(s *impl.Snapshot, m *oracle.Model) []*Violation {
+	sbs, vs := smalls(s)
+	vs = append(vs, refines(s, m)...)
+	vs = append(vs, conserve(s, sbs)...)
+	vs = append(vs, statsLead(s, sbs, m)...)
+	vs = append(vs, statsLag(s, sbs, m)...)
+	vs = append(vs, badFrees(s, sbs, m)...)
+	vs = append(vs, coherent(s, sbs)...)
+	vs = append(vs, noOverlap(s)...)
+	vs = append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), false)...)
+	return vs
+}
+
+// refines (REFINES): the snapshot's live objects are exactly the model's.
+func refines(s *impl.Snapshot, m *oracle.Model) []*Violation {
+	want := map[uintptr]int{}
+	for _, o := range m.Live() {
+		want[o.Addr] = o.Usable
+	}
+	if d := cmp.Diff(want, Abstract(s)); d != "" {
+		return []*Violation{violation(spec.RuleRefines, "live objects (-model +allocator):\n%s", d)}
+	}
+	return nil
+}
+
+// conserve (CONSERVE): every object of every superblock is in exactly one place
+// (live, held by one cache, free in its superblock, or pending remote), the
+// counts agree with the bitmaps, every superblock is in exactly one of the pool
+// or a use, and every pending remote free is announced.
+func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
+	var vs []*Violation
+	open := map[int]bool{}
+	for _, c := range s.Caches {
+		open[c.ID] = true
+		for k, cur := range c.Current {
+			if sb, ok := sbs[cur]; cur >= 0 && (!ok || sb.Owner != c.ID || sb.Class != k || !sb.Current) {
+				vs = append(vs, violation(spec.RuleConserve, "cache %d: current superblock %d of class %d is not its own", c.ID, cur, k))
+			}
+		}
+	}
+	for _, sb := range sbs {
+		free := 0
+		live := 0
+		for g := range sb.Free {
+			v := sb.valid(g)
+			if (sb.Free[g]|sb.Pending[g]|sb.heldBits(g))&^v != 0 {
+				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: bits beyond its %d objects", sb.Index, g, sb.Objects))
+			}
+			if sb.Free[g]&sb.heldBits(g) != 0 {
+				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: objects both free and held", sb.Index, g))
+			}
+			if sb.RemoteTags[g] != sb.Gen {
+				vs = append(vs, violation(spec.RuleCacheCoherent, "superblock %d group %d: remote tag %d, generation %d", sb.Index, g, sb.RemoteTags[g], sb.Gen))
+			}
+			free += bits.OnesCount32(sb.Free[g])
+			live += bits.OnesCount32(sb.live(g))
+			if sb.Pending[g] != 0 && !sb.Notified {
+				vs = append(vs, violation(spec.RuleConserve, "superblock %d has pending remote frees nobody was told of", sb.Index))
+			}
+		}
+		switch {
+		case free != sb.NFree+sb.LocalFreed:
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d: %d free bits, counts say %d+%d", sb.Index, free, sb.NFree, sb.LocalFreed))
+		case live != sb.Live:
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d: %d live objects, impl says %d", sb.Index, live, sb.Live))
+		case sb.Orphan != (sb.Owner < 0):
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d: orphan %v with owner %d", sb.Index, sb.Orphan, sb.Owner))
+		case sb.Owner >= 0 && !open[sb.Owner]:
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d is owned by cache %d, which is not open", sb.Index, sb.Owner))
+		case sb.held != nil && sb.hold != sb.Owner:
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d is held by cache %d but owned by %d", sb.Index, sb.hold, sb.Owner))
+		}
+	}
+	// Superblocks: the pool's runs and the used superblocks tile the reservation.
+	used := map[int]bool{}
+	for _, st := range s.Superblocks {
+		if st.State == impl.SBSmall || st.State == impl.SBLargeHead || st.State == impl.SBLargeTail {
+			used[st.Index] = true
+		}
+	}
+	for _, o := range s.Large {
+		first := int((o.Addr - s.Base) / uintptr(s.SuperblockSize))
+		for i := first; i < first+o.Superblocks; i++ {
+			if !used[i] {
+				vs = append(vs, violation(spec.RuleConserve, "large object %#x: superblock %d is not in use", o.Addr, i))
+			}
+		}
+		if need := spec.LargeSuperblocks(o.Usable); need != o.Superblocks {
+			vs = append(vs, violation(spec.RuleConserve, "large object %#x of %d bytes spans %d superblocks", o.Addr, o.Usable, o.Superblocks))
+		}
+	}
+	total := int(s.Size / uintptr(s.SuperblockSize))
+	pooled, end := 0, 0
+	for _, r := range s.FreeRuns {
+		if r.Start < end || r.N <= 0 {
+			vs = append(vs, violation(spec.RuleConserve, "free runs overlap or are empty at %d", r.Start))
+		}
+		for i := r.Start; i < r.Start+r.N; i++ {
+			if used[i] {
+				vs = append(vs, violation(spec.RuleConserve, "superblock %d is both pooled and in use", i))
+			}
+		}
+		pooled += r.N
+		end = r.Start + r.N
+	}
+	if pooled+len(used) != total {
+		vs = append(vs, violation(spec.RuleConserve, "%d pooled + %d used superblocks, reservation has %d", pooled, len(used), total))
+	}
+	return vs
+}
+
+// statsLead (STATS-LEAD): Allocs == true allocations + what the caches hold,
+// and no cache holds more than a superblock's worth.
+func statsLead(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violation {
+	var vs []*Violation
+	var held [spec.NumClasses]uint64
+	for _, c := range s.Caches {
+		for _, h := range c.Held {
+			n := bits.OnesCount32(h.Bits)
+			if n > spec.ClassObjects(h.Class) {
+				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds %d objects of class %d, more than a superblock's %d", c.ID, n, h.Class, spec.ClassObjects(h.Class)))
+			}
+			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class {
+				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds class-%d objects from a class-%d superblock", c.ID, h.Class, sb.Class))
+			}
+			held[h.Class] += uint64(n)
+		}
+	}
+	for k := range spec.NumClasses {
+		if got, want := s.Stats.Classes[k].Allocs, m.Counts(k).Allocs+held[k]; got != want {
+			vs = append(vs, violation(spec.RuleStatsLead, "class %d: Allocs %d, want true %d + held %d", k, got, m.Counts(k).Allocs, held[k]))
+		}
+	}
+	return vs
+}
+
+// statsLag (STATS-LAG): Frees + unpublished == true frees, where unpublished is
+// each superblock's local frees (fewer than the batch) and its pending remote
+// frees of live objects.
+func statsLag(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violation {
+	var vs []*Violation
+	var unpublished [spec.NumClasses]uint64
+	for _, sb := range sbs {
+		if sb.LocalFreed < 0 || sb.LocalFreed >= s.PublishBatch {
+			vs = append(vs, violation(spec.RuleStatsLag, "superblock %d: %d unpublished local frees, batch is %d", sb.Index, sb.LocalFreed, s.PublishBatch))
+		}
+		pending := 0
+		for g := range sb.Free {
+			pending += bits.OnesCount32(sb.Pending[g] &^ sb.badPending(g))
+		}
+		unpublished[sb.Class] += uint64(sb.LocalFreed + pending)
+	}
+	for k := range spec.NumClasses {
+		if got, want := s.Stats.Classes[k].Frees+unpublished[k], m.Counts(k).Frees; got != want {
+			vs = append(vs, violation(spec.RuleStatsLag, "class %d: Frees %d + unpublished %d, want true %d", k, s.Stats.Classes[k].Frees, unpublished[k], want))
+		}
+	}
+	return vs
+}
+
+// badFrees (FREE-DOUBLE, FREE-INVALID): the bad frees counted plus the remote
+// double frees still pending are exactly the bad frees the model saw.
+func badFrees(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violation {
+	var pending uint64
+	for _, sb := range sbs {
+		for g := range sb.Free {
+			pending += uint64(bits.OnesCount32(sb.badPending(g)))
+		}
+	}
+	all, deferred := m.BadFrees()
+	if got := s.Stats.DoubleFrees + s.Stats.InvalidFrees + pending; got != all {
+		return []*Violation{violation(spec.RuleFreeDouble, "%d bad frees counted + %d pending, the model saw %d (%d accepted)",
+			s.Stats.DoubleFrees+s.Stats.InvalidFrees, pending, all, deferred)}
+	}
+	return nil
+}
+
+// coherent (CACHE-COHERENT): every entry that says "mine" is exact; every other
+// entry names a superblock the cache does not own and is either exact or of an
+// older generation (which its CAS tag will refuse).
+func coherent(s *impl.Snapshot, sbs map[int]small) []*Violation {
+	var vs []*Violation
+	for _, c := range s.Caches {
+		for _, e := range c.Entries {
+			sb, ok := sbs[e.Superblock]
+			exact := ok && sb.Gen == e.Gen && sb.Class == e.Class && e.SameRemote &&
+				int(e.Size) == spec.ClassSize(e.Class) && e.Magic == spec.ClassDivMagic(e.Class) &&
+				int(e.Objects) == spec.ClassObjects(e.Class)
+			switch {
+			case e.Way != e.Superblock%s.Ways:
+				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d: entry for superblock %d sits in way %d of %d", c.ID, e.Superblock, e.Way, s.Ways))
+			case e.Mine && !(exact && sb.Owner == c.ID):
+				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: 'mine' entry for superblock %d is stale (%+v)", c.ID, e.Way, e.Superblock, e))
+			case !e.Mine && ok && sb.Owner == c.ID:
+				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry says superblock %d is not mine, but it is", c.ID, e.Way, e.Superblock))
+			case !e.Mine && ok && sb.Gen == e.Gen && !exact:
+				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry for superblock %d has the current generation but stale fields", c.ID, e.Way, e.Superblock))
+			}
+		}
+	}
+	return vs
+}
+
+// noOverlap (NO-OVERLAP, ALIGN): live objects lie inside the reservation, do not
+// overlap, and are aligned to their class.
+func noOverlap(s *impl.Snapshot) []*Violation {
+	var vs []*Violation
+	live := Abstract(s)
+	addrs := make([]uintptr, 0, len(live))
+	for a := range live {
+		addrs = append(addrs, a)
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+	for i, a := range addrs {
+		if a < s.Base || a+uintptr(live[a]) > s.Base+s.Size {
+			vs = append(vs, violation(spec.RuleNoOverlap, "object %#x+%d outside the reservation", a, live[a]))
+		}
+		if i > 0 && addrs[i-1]+uintptr(live[addrs[i-1]]) > a {
+			vs = append(vs, violation(spec.RuleNoOverlap, "objects %#x+%d and %#x overlap", addrs[i-1], live[addrs[i-1]], a))
+		}
+		if align := live[a] & -live[a]; live[a] <= spec.MaxSmall && (a-s.Base)%uintptr(min(align, s.SuperblockSize)) != 0 {
+			vs = append(vs, violation(spec.RuleAlign, "object %#x of %d bytes is not %d-aligned", a, live[a], align))
+		}
+	}
+	return vs
+}
+
+// CheckEmpty (EMPTY): after every object was freed and every cache flushed, no
+// object is live, no superblock is carved, and the statistics are exact.
+func CheckEmpty(s *impl.Snapshot, m *oracle.Model) []*Violation {
+	vs := Check(s, m)
+	vs = append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), true)...)
+	if n := len(Abstract(s)); n != 0 || len(m.Live()) != 0 {
+		vs = append(vs, violation(spec.RuleEmpty, "%d objects live (model: %d)", n, len(m.Live())))
+	}
+	for _, st := range s.Superblocks {
+		if st.State == impl.SBSmall || st.State == impl.SBLargeHead || st.State == impl.SBLargeTail {
+			vs = append(vs, violation(spec.RuleEmpty, "superblock %d is still %v after everything was freed and flushed", st.Index, st.State))
+		}
+	}
+	for _, c := range s.Caches {
+		if len(c.Held) != 0 {
+			vs = append(vs, violation(spec.RuleEmpty, "cache %d still holds objects after Flush", c.ID))
+		}
+	}
+	return vs
+}
+
+// CheckFlushed (STATS-EXACT): after every cache flushed, the published counters
+// are exact.
+func CheckFlushed(s *impl.Snapshot, m *oracle.Model) []*Violation {
+	vs := Check(s, m)
+	return append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), true)...)
+}
+
+// CheckOOM (OOM-REAL): taken right after cache id's Alloc(n, align) returned
+// ErrOutOfMemory, the snapshot must show there was no room: no free run long
+// enough in the pool and, for a small class, no free object in a superblock of
+// that class that the cache owns or that is orphaned.
+func CheckOOM(s *impl.Snapshot, id, n, align int) []*Violation {
+	k := spec.AlignedClass(n, align)
+	need := 1
+	if k == spec.Large {
+		need = spec.LargeSuperblocks(spec.LargeUsable(n))
+	}
+	var vs []*Violation
+	for _, r := range s.FreeRuns {
+		if r.N >= need {
+			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
+		}
+	}
+	if k == spec.Large {
+		return vs
+	}
+	sbs, _ := smalls(s)
+	for _, sb := range sbs {
+		if sb.Class == k && (sb.Owner == id || sb.Orphan) && sb.NFree+sb.LocalFreed > 0 {
+			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in superblock %d", n, align, sb.NFree+sb.LocalFreed, sb.Index))
+		}
+	}
+	return vs
+}
+
+// ExpectFree predicts, from a snapshot, the exact outcome of cache id freeing the
+// object at addr (FREE-DOUBLE, FREE-INVALID): the start of a live object succeeds;
+// anything else is an error, except a remote free of a slot start that is not
+// live and has no free pending, which is accepted and found later.
+func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
+	if addr == 0 {
+		return oracle.OK
+	}
+	if addr < s.Base || addr >= s.Base+s.Size {
+		return oracle.InvalidPointer
+	}
+	off := addr - s.Base
+	idx, rel := int(off)/s.SuperblockSize, int(off)%s.SuperblockSize
+	var st *impl.SuperblockState
+	for i := range s.Superblocks {
+		if s.Superblocks[i].Index == idx {
+			st = &s.Superblocks[i]
+		}
+	}
+	switch {
+	case st == nil:
+		return oracle.InvalidPointer
+	case st.State == impl.SBLargeHead && rel == 0:
+		return oracle.OK
+	case st.State == impl.SBPool && st.Class == spec.Large && rel == 0:
+		return oracle.DoubleFree
+	case st.State == impl.SBPool && st.Class >= 0 && st.Class < spec.NumClasses:
+		if size := spec.ClassSize(st.Class); rel%size == 0 && rel/size < spec.ClassObjects(st.Class) {
+			return oracle.DoubleFree
+		}
+		return oracle.InvalidPointer
+	case st.State != impl.SBSmall:
+		return oracle.InvalidPointer
+	}
+	sbs, _ := smalls(s)
+	sb := sbs[idx]
+	size := sb.size()
+	if rel%size != 0 || rel/size >= sb.Objects {
+		return oracle.InvalidPointer
+	}
+	o := rel / size
+	g, bit := o/32, uint32(1)<<(o%32)
+	switch {
+	case sb.live(g)&bit != 0:
+		return oracle.OK
+	case sb.Owner == id || sb.Pending[g]&bit != 0:
+		return oracle.DoubleFree
+	}
+	return oracle.OK // remote: accepted, found when the owner collects
+}

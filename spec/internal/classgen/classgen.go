@@ -1,0 +1,181 @@
+// Package classgen computes refalloc's size-class table and renders it as Go source.
+//
+// The constraints the table must satisfy are stated here, once, and checked by
+// Generate: a table that violates one is an error, never a file.
+//
+//  1. Superblocks are SuperblockSize (64 KiB) bytes; small classes cover every
+//     request size from 0 to MaxSmall (32 KiB). Larger requests are page runs.
+//  2. Class sizes are 8 or a multiple of 16, so every object of 16 bytes or more is
+//     16-byte aligned (objects start at superblock base + i*size, and the base is
+//     aligned to SuperblockSize).
+//  3. Every power of two from 8 to MaxSmall is a class, so an object of a
+//     power-of-two class is naturally aligned. AllocAligned relies on this: for any
+//     power-of-two alignment up to MaxSmall there is a class that honours it.
+//  4. Rounding waste: a request of n bytes placed in class size s wastes s-n bytes.
+//     For every n in (previous class, s], (s-n)/s <= 1/8, except where the 16-byte
+//     granularity of (2) forces a step of 16 (sizes up to 128), and above 16 KiB,
+//     where the bound is 1/4: a superblock holds at most three such objects, and no
+//     size between 16 KiB and 19 KiB meets the tail bound (5), so (4) and (5) cannot
+//     both hold at 1/8 there. We keep the tail bound, which costs every object of
+//     the superblock, and relax the rounding bound, which costs only odd requests.
+//  5. Tail waste: the bytes at the end of a superblock that hold no whole object,
+//     SuperblockSize mod s, are at most SuperblockSize/8.
+//  6. Among the sizes allowed by (2)-(5) the generator takes the largest, so the
+//     table is as short as the bounds allow.
+//  7. Index arithmetic: DivMagic = ceil(2^32 / s) gives off*DivMagic>>32 == off/s for
+//     every offset off in [0, SuperblockSize). Generate verifies it exhaustively.
+package classgen
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+)
+
+const (
+	SuperblockShift = 16
+	SuperblockSize  = 1 << SuperblockShift
+	MaxSmall        = 32 << 10
+	minStep         = 16
+	relaxedAbove    = 16 << 10
+)
+
+// Class is one row of the table.
+type Class struct {
+	Size      int
+	Objects   int // objects per superblock
+	DivMagic  uint32
+	TailWaste int     // bytes per superblock that hold no object
+	MaxWaste  float64 // worst (s-n)/s over the requests this class serves
+}
+
+// Classes computes the table under the constraints in the package comment.
+func Classes() ([]Class, error) {
+	sizes := []int{8}
+	for prev := 8; prev < MaxSmall; {
+		next, err := nextSize(prev)
+		if err != nil {
+			return nil, err
+		}
+		sizes = append(sizes, next)
+		prev = next
+	}
+	out := make([]Class, len(sizes))
+	prev := 0
+	for i, s := range sizes {
+		c := Class{
+			Size:      s,
+			Objects:   SuperblockSize / s,
+			DivMagic:  uint32((uint64(1)<<32 + uint64(s) - 1) / uint64(s)),
+			TailWaste: SuperblockSize % s,
+			MaxWaste:  float64(s-prev-1) / float64(s),
+		}
+		if err := check(c, prev); err != nil {
+			return nil, err
+		}
+		out[i] = c
+		prev = s
+	}
+	return out, nil
+}
+
+// nextSize is the largest size after prev allowed by constraints 2-5.
+func nextSize(prev int) (int, error) {
+	bound := 8 * (prev + 1) / 7 // (s-prev-1)/s <= 1/8
+	if prev >= relaxedAbove {
+		bound = 4 * (prev + 1) / 3 // (s-prev-1)/s <= 1/4
+	}
+	if bound < prev+minStep {
+		bound = prev + minStep
+	}
+	if p := nextPow2(prev); bound > p {
+		bound = p // never step over a power of two
+	}
+	for s := bound / minStep * minStep; s > prev; s -= minStep {
+		if SuperblockSize%s <= SuperblockSize/8 {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("classgen: no size after %d satisfies the tail-waste bound", prev)
+}
+
+func nextPow2(n int) int {
+	p := 1
+	for p <= n {
+		p <<= 1
+	}
+	return p
+}
+
+func check(c Class, prev int) error {
+	s := c.Size
+	if s != 8 && s%minStep != 0 {
+		return fmt.Errorf("classgen: size %d breaks the 16-byte granularity", s)
+	}
+	if c.TailWaste > SuperblockSize/8 {
+		return fmt.Errorf("classgen: size %d wastes %d tail bytes", s, c.TailWaste)
+	}
+	limit := 1.0 / 8
+	if prev >= relaxedAbove {
+		limit = 1.0 / 4
+	}
+	if s > 128 && c.MaxWaste > limit {
+		return fmt.Errorf("classgen: size %d after %d wastes %.3f", s, prev, c.MaxWaste)
+	}
+	for off := uint64(0); off < SuperblockSize; off++ {
+		if off*uint64(c.DivMagic)>>32 != off/uint64(s) {
+			return fmt.Errorf("classgen: DivMagic of size %d is wrong at offset %d", s, off)
+		}
+	}
+	return nil
+}
+
+// checkPowers verifies constraint 3 over a finished table.
+func checkPowers(cs []Class) error {
+	have := map[int]bool{}
+	for _, c := range cs {
+		have[c.Size] = true
+	}
+	for p := 8; p <= MaxSmall; p <<= 1 {
+		if !have[p] {
+			return fmt.Errorf("classgen: power of two %d is not a class", p)
+		}
+	}
+	return nil
+}
+
+// Generate renders the table as the Go source of spec/sizeclasses.go.
+func Generate() ([]byte, error) {
+	cs, err := Classes()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPowers(cs); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by mksizeclasses.go; DO NOT EDIT.\n")
+	fmt.Fprintf(&b, "//go:generate go run mksizeclasses.go\n\n")
+	fmt.Fprintf(&b, "package spec\n\n")
+	fmt.Fprintf(&b, "// The constraints this table satisfies are stated in spec/internal/classgen.\n")
+	fmt.Fprintf(&b, "// Superblocks are %d bytes.\n//\n", SuperblockSize)
+	fmt.Fprintf(&b, "// class  bytes/obj  objects  tail waste  max waste\n")
+	for i, c := range cs {
+		fmt.Fprintf(&b, "// %5d  %9d  %7d  %10d  %8.2f%%\n", i, c.Size, c.Objects, c.TailWaste, 100*c.MaxWaste)
+	}
+	fmt.Fprintf(&b, "\n// NumClasses is the number of small size classes.\nconst NumClasses = %d\n\n", len(cs))
+	fmt.Fprintf(&b, "var classSize = [NumClasses]uint32{")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%d, ", c.Size)
+	}
+	fmt.Fprintf(&b, "}\n\nvar classObjects = [NumClasses]uint32{")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%d, ", c.Objects)
+	}
+	fmt.Fprintf(&b, "}\n\n// classDivMagic[k] = ceil(2^32 / classSize[k]); off*magic>>32 == off/size for off < SuperblockSize.\nvar classDivMagic = [NumClasses]uint32{")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%d, ", c.DivMagic)
+	}
+	fmt.Fprintf(&b, "}\n")
+	return format.Source(b.Bytes())
+}
