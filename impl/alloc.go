@@ -230,8 +230,8 @@ func (a *Allocator) takeRun(n uint32) (uint32, bool) {
 	return 0, false
 }
 
-// putRun returns [start, start+n) to the pool, coalescing with its neighbours.
-// Under a.mu.
+// putRun returns [start, start+n) to the pool, coalescing with its neighbours
+// (NO-OVERLAP: a superblock is in one run or in one use). Under a.mu.
 func (a *Allocator) putRun(start, n uint32) {
 	lo, hi := 0, len(a.runs)
 	for lo < hi {
@@ -422,7 +422,8 @@ func (a *Allocator) Close() error {
 	return nil
 }
 
-// liveObjects counts live objects from the internal state (quiescent callers).
+// liveObjects counts live objects from the internal state (quiescent callers), for
+// the leak report of Close (EMPTY).
 func (a *Allocator) liveObjects() int {
 	s := a.snapshot()
 	n := 0

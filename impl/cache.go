@@ -86,6 +86,8 @@ func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 	if uint(n) > spec.MaxSmall || !spec.ValidAlign(align) || c.a.closed.Load() {
 		return c.allocOther(n, align)
 	}
+	// ALIGN: the smallest class whose objects all have the alignment; objects
+	// start at a superblock-aligned base + i*size.
 	if k := spec.AlignedClass(n, align); k != spec.Large {
 		return c.allocClass(n, k)
 	}
@@ -331,8 +333,9 @@ func (c *Cache) refill(k int) error {
 		} else if sb := c.a.acquire(c, k); sb != nil {
 			c.setCurrent(k, sb)
 		} else if !retried {
-			// Give back what this cache holds in every class and release its
-			// empty superblocks, so that frees make room for any class.
+			// OOM-REAL: before giving up, give back what this cache holds in
+			// every class and release its empty superblocks, so that frees
+			// make room for any class.
 			c.flush()
 			continue
 		} else {
@@ -360,6 +363,8 @@ func (c *Cache) takeGroup(k int) bool {
 		}
 		// Collect the group's remote frees first: a pending bit on a free
 		// object is a double free, and must not survive into the held group.
+		// Only free bits become held (NO-OVERLAP: a live object is never
+		// handed out again; CONSERVE: each object moves from one place to one).
 		collected += c.a.collectWord(c, cc, sb, rs, int(g))
 		b := sb.free[g]
 		if b == 0 {

@@ -23,7 +23,8 @@ func (s SBState) String() string {
 	return [...]string{"unused", "pool", "small", "large-head", "large-tail"}[s]
 }
 
-// Snapshot is a copy of the allocator's internal state. Take it only when no
+// Snapshot is a copy of the allocator's internal state, the input of the
+// abstraction function of package invariants (REFINES). Take it only when no
 // other goroutine is using the Allocator or its caches (a quiescent point that the
 // caller has synchronized with, e.g. after a WaitGroup).
 type Snapshot struct {

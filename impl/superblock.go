@@ -39,7 +39,8 @@ type remoteSet struct {
 }
 
 // superblock is the header of one superblock. Headers are created once per address
-// range and reused for its whole life, so a *superblock is stable.
+// range and reused for its whole life, so a *superblock is stable. Headers live on
+// the Go heap, never in the superblock (INTEGRITY: nothing is written into objects).
 //
 // Three kinds of fields, by who may touch them:
 //   - shared: atomics, read by any goroutine that frees into the superblock;

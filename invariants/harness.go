@@ -35,6 +35,8 @@ type Harness struct {
 	// CheckEachStep runs Check after every operation (the rapid machines do it
 	// themselves in their "" action).
 	CheckEachStep bool
+	// LastErr is the error the allocator returned from the last call.
+	LastErr error
 }
 
 // NewHarness makes an Allocator with opt, its Model, and a second Allocator.
@@ -134,6 +136,7 @@ func (h *Harness) Alloc(id, n, align int) error {
 	} else {
 		b, err = c.AllocAligned(n, align)
 	}
+	h.LastErr = err
 	if v := h.M.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err)); v != nil {
 		return v
 	}
@@ -178,6 +181,7 @@ func (h *Harness) frontID() int {
 
 func (h *Harness) allocClosed(id, n, align int) error {
 	_, err := h.closedCache(id).AllocAligned(n, align)
+	h.LastErr = err
 	return h.step(h.M.Alloc(id, n, align, 0, 0, 0, Kind(err)))
 }
 
@@ -239,6 +243,7 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 	} else {
 		err = h.closedCache(id).Free(b)
 	}
+	h.LastErr = err
 	got := Kind(err)
 	if v := h.M.Free(id, addr(b), got); v != nil {
 		return got, v
@@ -252,6 +257,24 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 	}
 	return got, nil
 }
+
+// FreeSlice frees b, whatever it is, on cache id and checks the outcome with the
+// model; a live object must be freed with Free, which also checks its fill.
+func (h *Harness) FreeSlice(id int, b []byte) error {
+	if _, ok := h.live[addr(b)]; ok {
+		return h.Free(id, addr(b))
+	}
+	if _, err := h.free(id, b); err != nil {
+		return err
+	}
+	return h.step(nil)
+}
+
+// Object returns the live object at a as the allocator returned it.
+func (h *Harness) Object(a uintptr) []byte { return h.live[a] }
+
+// Cache returns the open cache id.
+func (h *Harness) Cache(id int) *impl.Cache { return h.caches[id] }
 
 // Bad free kinds.
 const (
@@ -357,6 +380,7 @@ func (h *Harness) CloseCache(id int) error {
 		c = h.closedCache(id)
 	}
 	err := c.Close()
+	h.LastErr = err
 	if v := h.M.CloseCache(id, Kind(err)); v != nil {
 		return v
 	}
@@ -371,14 +395,17 @@ func (h *Harness) CloseCache(id int) error {
 func (h *Harness) CloseAllocator() error {
 	leaked := len(h.Live())
 	err := h.A.Close()
-	got := Kind(err)
+	h.LastErr = err
+	got := oracle.OK
 	if errors.Is(err, impl.ErrLeaked) {
-		got = oracle.OK
 		if !containsCount(err, leaked) {
 			return violation(spec.RuleEmpty, "Close: %v, but %d objects are live", err, leaked)
 		}
-	} else if err == nil {
-		leaked = 0
+	} else {
+		got = Kind(err)
+		if err == nil {
+			leaked = 0
+		}
 	}
 	for id, c := range h.caches {
 		h.closedHandles[id] = c

@@ -159,6 +159,7 @@ func Check(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	vs = append(vs, badFrees(s, sbs, m)...)
 	vs = append(vs, coherent(s, sbs)...)
 	vs = append(vs, noOverlap(s)...)
+	// STATS-LEAD and STATS-LAG bounds, LARGE-EXACT, bad-free counts:
 	vs = append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), false)...)
 	return vs
 }

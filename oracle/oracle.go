@@ -17,7 +17,9 @@
 // no longer live". The Model only knows what a user can see; rules about the
 // allocator's internal state (CONSERVE, CACHE-COHERENT, STATS-LEAD with the held
 // counts) live in package invariants, which relates a snapshot of the allocator
-// to this Model.
+// to this Model (REFINES). Rules about bytes (ZEROED, INTEGRITY) are checked by
+// invariants.Harness, which reads and fills every object; CONSERVE is about where
+// objects sit inside the allocator, which the Model deliberately does not know.
 package oracle
 
 import (
@@ -149,6 +151,7 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 	case addr%uintptr(alignOf(o)) != 0:
 		return violation(spec.RuleAlign, "Alloc(%d, align %d) = %#x is not %d-aligned", n, align, addr, alignOf(o))
 	}
+	// NO-OVERLAP: never the address of a live object (ranges: invariants).
 	if old, ok := m.live[addr]; ok {
 		return violation(spec.RuleNoOverlap, "Alloc(%d) = %#x, which is live since Alloc(%d)", n, addr, old.Size)
 	}
@@ -239,7 +242,8 @@ func (m *Model) containing(addr uintptr) (Object, bool) {
 	return Object{}, false
 }
 
-// Close checks Allocator.Close: it must report exactly the live objects as leaked.
+// Close checks Allocator.Close: it must report exactly the live objects as leaked
+// (EMPTY).
 func (m *Model) Close(got Kind, leaked int) *Violation {
 	if m.closed {
 		if got != Closed {

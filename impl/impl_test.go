@@ -1,0 +1,493 @@
+package impl_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/spec"
+)
+
+func harness(t *testing.T, opt impl.Options, caches int) (*invariants.Harness, []int) {
+	t.Helper()
+	h, err := invariants.NewHarness(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.CheckEachStep = true
+	t.Cleanup(func() { h.Close() })
+	var ids []int
+	for range caches {
+		id, err := h.NewCache()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return h, ids
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// lastAlloc returns the address of the object the harness allocated last.
+func lastAlloc(t *testing.T, h *invariants.Harness, before map[uintptr]bool) uintptr {
+	t.Helper()
+	for _, a := range h.Live() {
+		if !before[a] {
+			return a
+		}
+	}
+	t.Fatal("no new object")
+	return 0
+}
+
+func liveSet(h *invariants.Harness) map[uintptr]bool {
+	m := map[uintptr]bool{}
+	for _, a := range h.Live() {
+		m[a] = true
+	}
+	return m
+}
+
+func alloc(t *testing.T, h *invariants.Harness, id, n int) uintptr {
+	t.Helper()
+	before := liveSet(h)
+	must(t, h.Alloc(id, n, 1))
+	if h.LastErr != nil {
+		t.Fatalf("Alloc(%d): %v", n, h.LastErr)
+	}
+	return lastAlloc(t, h, before)
+}
+
+// TestBadInput: every kind of bad input returns its sentinel, and every
+// invariant holds afterwards (FREE-DOUBLE, FREE-INVALID).
+func TestBadInput(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 32 * spec.SuperblockSize}, 2)
+	c, d := ids[0], ids[1]
+	x := alloc(t, h, c, 100)
+	big := alloc(t, h, c, 100_000)
+	allocCases := []struct {
+		name     string
+		n, align int
+		want     error
+	}{
+		{"negative size", -1, 1, impl.ErrInvalidSize},
+		{"negative aligned", -5, 16, impl.ErrInvalidSize},
+		{"too large", spec.MaxAlloc + 1, 1, impl.ErrTooLarge},
+		{"larger than the reservation", 33 * spec.SuperblockSize, 1, impl.ErrTooLarge},
+		{"alignment 0", 8, 0, impl.ErrInvalidSize},
+		{"alignment 3", 8, 3, impl.ErrInvalidSize},
+		{"alignment 128 KiB", 8, 2 * spec.MaxAlign, impl.ErrInvalidSize},
+		{"negative alignment", 8, -16, impl.ErrInvalidSize},
+	}
+	for _, tc := range allocCases {
+		must(t, h.Alloc(c, tc.n, tc.align))
+		if !errors.Is(h.LastErr, tc.want) {
+			t.Errorf("%s: Alloc(%d, %d) = %v, want %v", tc.name, tc.n, tc.align, h.LastErr, tc.want)
+		}
+	}
+	obj := h.Object(x)
+	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	must(t, err)
+	defer other.Close()
+	foreign, err := other.Alloc(100)
+	must(t, err)
+	freeCases := []struct {
+		name  string
+		cache int
+		b     []byte
+		want  error
+	}{
+		{"nil", c, nil, nil},
+		{"zero capacity", c, obj[:0:0], nil},
+		{"interior", c, obj[:cap(obj)][16:], impl.ErrInvalidPointer},
+		{"interior, remote", d, obj[:cap(obj)][1:], impl.ErrInvalidPointer},
+		{"interior of a large object", c, h.Object(big)[4096:], impl.ErrInvalidPointer},
+		{"Go heap", c, make([]byte, 100), impl.ErrInvalidPointer},
+		{"another Allocator", c, foreign, impl.ErrInvalidPointer},
+		{"tail of a superblock", c, tail(t, h, c), impl.ErrInvalidPointer},
+	}
+	for _, tc := range freeCases {
+		must(t, h.FreeSlice(tc.cache, tc.b))
+		if !errors.Is(h.LastErr, tc.want) || (tc.want == nil) != (h.LastErr == nil) {
+			t.Errorf("%s: Free = %v, want %v", tc.name, h.LastErr, tc.want)
+		}
+	}
+	must(t, h.Free(c, x))
+	must(t, h.FreeSlice(c, obj)) // the owner sees it at once
+	if !errors.Is(h.LastErr, impl.ErrDoubleFree) {
+		t.Errorf("double free: %v, want ErrDoubleFree", h.LastErr)
+	}
+	var fe *impl.FreeError
+	if !errors.As(h.LastErr, &fe) || fe.Addr != x || fe.Class != spec.SizeToClass(100) {
+		t.Errorf("double free error %v does not name %#x and class %d", h.LastErr, x, spec.SizeToClass(100))
+	}
+	must(t, h.FreeSlice(invariants.Front, obj)) // remote: found when c collects
+	must(t, h.FlushAll())
+	if s := h.A.Stats(); s.DoubleFrees != 2 {
+		t.Errorf("DoubleFrees = %d after two double frees", s.DoubleFrees)
+	}
+	must(t, h.Free(c, big))
+	must(t, h.FreeSlice(c, h.Object(big)))
+	must(t, h.CloseCache(d))
+	must(t, h.Alloc(d, 8, 1))
+	if !errors.Is(h.LastErr, impl.ErrClosed) {
+		t.Errorf("Alloc on a closed cache: %v", h.LastErr)
+	}
+	must(t, h.CloseCache(d))
+	if !errors.Is(h.LastErr, impl.ErrClosed) {
+		t.Errorf("second Cache.Close: %v", h.LastErr)
+	}
+	must(t, h.Check())
+	must(t, h.FreeAll())
+}
+
+// tail returns a pointer into the tail of a class-48 superblock, past its last
+// object (1365 objects of 48 bytes leave 16 bytes), leaving a class-48 object live.
+func tail(t *testing.T, h *invariants.Harness, id int) []byte {
+	b := h.Object(alloc(t, h, id, 48))
+	base := addrOf(b) &^ (spec.SuperblockSize - 1)
+	off := int(base + 1365*48 - addrOf(b))
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), off)), 16)
+}
+
+// TestUseAfterClose: after Allocator.Close every call returns ErrClosed.
+func TestUseAfterClose(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	c, err := a.NewCache()
+	must(t, err)
+	b, err := c.Alloc(64)
+	must(t, err)
+	must(t, c.Free(b))
+	must(t, a.Close())
+	for name, err := range map[string]error{
+		"Cache.Alloc":        second(c.Alloc(64)),
+		"Cache.AllocAligned": second(c.AllocAligned(64, 64)),
+		"Cache.Free":         c.Free(b),
+		"Cache.Close":        c.Close(),
+		"Allocator.Alloc":    second(a.Alloc(64)),
+		"Allocator.Free":     a.Free(b),
+		"NewCache":           second(a.NewCache()),
+		"Allocator.Close":    a.Close(),
+	} {
+		if !errors.Is(err, impl.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	c.Flush() // a no-op, not a crash
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// TestCloseReportsLeaks (EMPTY): Close with live objects unmaps and says how many.
+func TestCloseReportsLeaks(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	c, _ := a.NewCache()
+	for _, n := range []int{1, 100, 70_000} {
+		_, err := c.Alloc(n)
+		must(t, err)
+	}
+	err = a.Close()
+	if !errors.Is(err, impl.ErrLeaked) || !strings.Contains(err.Error(), " 3 objects") {
+		t.Fatalf("Close = %v, want ErrLeaked naming 3 objects", err)
+	}
+}
+
+// TestStatsLagBatch (STATS-LAG): local frees are published every PublishBatch.
+func TestStatsLagBatch(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	k := spec.SizeToClass(64)
+	var objs [][]byte
+	for range 200 {
+		b, err := c.Alloc(64)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	batch := a.Snapshot().PublishBatch
+	for i := range batch - 1 {
+		must(t, c.Free(objs[i]))
+	}
+	if f := a.Stats().Classes[k].Frees; f != 0 {
+		t.Fatalf("after %d frees, %d published; the batch is %d", batch-1, f, batch)
+	}
+	must(t, c.Free(objs[batch-1]))
+	if f := a.Stats().Classes[k].Frees; f != uint64(batch) {
+		t.Fatalf("after %d frees, %d published", batch, f)
+	}
+	// STATS-LEAD: the 200 allocations took 7 groups of 32: 224 credited.
+	if al := a.Stats().Classes[k].Allocs; al != 224 {
+		t.Fatalf("Allocs = %d, want 200 + 24 held", al)
+	}
+	c.Flush()
+	if s := a.Stats().Classes[k]; s.Allocs != 200 || s.Frees != uint64(batch) {
+		t.Fatalf("after Flush: %+v", s)
+	}
+}
+
+// TestStatsExactAfterFlush (STATS-EXACT) across caches, sizes and remote frees.
+func TestStatsExactAfterFlush(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 256 * spec.SuperblockSize}, 3)
+	var objs []uintptr
+	for i := range 900 {
+		objs = append(objs, alloc(t, h, ids[i%3], (i*37)%3000))
+	}
+	for i, a := range objs {
+		if i%3 != 0 {
+			must(t, h.Free(ids[(i+1)%3], a))
+		}
+	}
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
+}
+
+// TestLargeObjects (LARGE-EXACT, ALIGN, ZEROED, FREE-INVALID, FREE-DOUBLE).
+func TestLargeObjects(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 64 * spec.SuperblockSize}, 2)
+	for _, n := range []int{spec.MaxSmall + 1, 65536, 65537, 1 << 20} {
+		a := alloc(t, h, ids[0], n)
+		b := h.Object(a)
+		if cap(b) != spec.LargeUsable(n) || (a-h.M.Base())%spec.SuperblockSize != 0 {
+			t.Fatalf("Alloc(%d): cap %d at %#x", n, cap(b), a)
+		}
+		if st := h.A.Stats().Large; st.LiveObjects != 1 || st.LiveBytes != uint64(cap(b)) {
+			t.Fatalf("large stats %+v", st)
+		}
+		must(t, h.FreeSlice(ids[1], b[1:]))
+		if !errors.Is(h.LastErr, impl.ErrInvalidPointer) {
+			t.Fatalf("interior free of a large object: %v", h.LastErr)
+		}
+		must(t, h.Free(ids[1], a))
+		must(t, h.FreeSlice(ids[0], b))
+		if !errors.Is(h.LastErr, impl.ErrDoubleFree) {
+			t.Fatalf("double free of a large object: %v", h.LastErr)
+		}
+	}
+	if st := h.A.Stats().Large; st.Allocs != 4 || st.Frees != 4 || st.LiveBytes != 0 {
+		t.Fatalf("large stats %+v", st)
+	}
+}
+
+// TestAllocAligned (ALIGN): every power-of-two alignment up to 64 KiB.
+func TestAllocAligned(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 256 * spec.SuperblockSize}, 1)
+	for align := 1; align <= spec.MaxAlign; align <<= 1 {
+		for _, n := range []int{0, 1, 7, 24, 100, 1000, 5000, 40000} {
+			before := liveSet(h)
+			must(t, h.Alloc(ids[0], n, align))
+			a := lastAlloc(t, h, before)
+			if a%uintptr(align) != 0 || cap(h.Object(a)) != spec.Usable(n, align) {
+				t.Fatalf("AllocAligned(%d, %d) = %#x cap %d", n, align, a, cap(h.Object(a)))
+			}
+		}
+	}
+	must(t, h.FreeAll())
+}
+
+// TestZeroedAfterReuse (ZEROED): a recycled object reads zero again, in a small
+// class and a large object.
+func TestZeroedAfterReuse(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 16 * spec.SuperblockSize}, 1)
+	for _, n := range []int{24, 4096, 100_000} {
+		for range 3 {
+			a := alloc(t, h, ids[0], n) // the harness fills it and checks zero
+			must(t, h.Free(ids[0], a))
+			must(t, h.Flush(ids[0]))
+		}
+	}
+}
+
+// TestStaleRemoteEntry (CACHE-COHERENT): a cache's entry for a superblock that
+// was released and repurposed for another class and owner must not be used.
+func TestStaleRemoteEntry(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 3)
+	c, d, e := ids[0], ids[1], ids[2]
+	alloc(t, h, c, 48) // object 0
+	x := alloc(t, h, c, 48)
+	xobj := h.Object(x)
+	must(t, h.Free(d, h.Live()[0]))
+	must(t, h.Free(d, x)) // d now has a "not mine" entry for the superblock
+	must(t, h.Flush(c))   // c collects: the superblock is empty and released
+	var ys []uintptr
+	for range 10 {
+		ys = append(ys, alloc(t, h, e, 64)) // e repurposes it: class 64, other owner
+	}
+	if ys[0]>>spec.SuperblockShift != x>>spec.SuperblockShift {
+		t.Fatalf("the superblock was not reused (%#x vs %#x)", ys[0], x)
+	}
+	must(t, h.FreeSlice(d, xobj))
+	if !errors.Is(h.LastErr, impl.ErrInvalidPointer) {
+		t.Fatalf("stale free of %#x (offset 48 in a class-64 superblock): %v", x, h.LastErr)
+	}
+	must(t, h.Free(d, ys[3])) // a good remote free through the refreshed entry
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
+}
+
+// TestRemoteDoubleFreeFoundLater (FREE-DOUBLE): a remote free of an object that
+// is not live is accepted, then found when the owner collects or before it can
+// hand the object out; OnError hears of it; nothing else changes.
+func TestRemoteDoubleFreeFoundLater(t *testing.T) {
+	var reported []error
+	h, ids := harness(t, impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) { reported = append(reported, err) }}, 2)
+	c, d := ids[0], ids[1]
+	keep := alloc(t, h, c, 256)
+	x := alloc(t, h, c, 256)
+	obj := h.Object(x)
+	must(t, h.Free(c, x))
+	must(t, h.FreeSlice(d, obj)) // remote: d cannot know x is free
+	if h.LastErr != nil {
+		t.Fatalf("remote double free: %v, want it accepted for later", h.LastErr)
+	}
+	must(t, h.FreeSlice(d, obj)) // still pending: found at once
+	if !errors.Is(h.LastErr, impl.ErrDoubleFree) {
+		t.Fatalf("repeated remote free: %v", h.LastErr)
+	}
+	must(t, h.Flush(c))
+	if s := h.A.Stats(); s.DoubleFrees != 2 || len(reported) != 1 || !errors.Is(reported[0], impl.ErrDoubleFree) {
+		t.Fatalf("DoubleFrees %d, reported %v", s.DoubleFrees, reported)
+	}
+	_ = keep
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
+}
+
+// TestRemoteDoubleFreeOfHeldObject (FREE-DOUBLE): a stale remote free of an
+// object the owner holds (taken from its superblock, not handed out) must be
+// found before the owner hands the object out.
+func TestRemoteDoubleFreeOfHeldObject(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 8 * spec.SuperblockSize}, 2)
+	c, d := ids[0], ids[1]
+	a0 := alloc(t, h, c, 4096)
+	a1 := alloc(t, h, c, 4096)
+	a2 := alloc(t, h, c, 4096)
+	stale := h.Object(a2)
+	must(t, h.Free(c, a1))
+	must(t, h.Free(c, a2))
+	must(t, h.Flush(c))                     // a1 and a2 go back to the superblock
+	if z := alloc(t, h, c, 4096); z != a1 { // refill: a1 handed out, a2 held
+		t.Fatalf("expected %#x, got %#x", a1, z)
+	}
+	must(t, h.FreeSlice(d, stale)) // remote, stale: accepted, pending on a held object
+	if h.LastErr != nil {
+		t.Fatal(h.LastErr)
+	}
+	if z := alloc(t, h, c, 4096); z != a2 { // the pending free is dropped first
+		t.Fatalf("expected %#x, got %#x", a2, z)
+	}
+	if s := h.A.Stats(); s.DoubleFrees != 1 {
+		t.Fatalf("DoubleFrees %d", s.DoubleFrees)
+	}
+	_ = a0
+	must(t, h.FreeAll())
+}
+
+// TestOutOfMemoryRecovers (OOM-REAL): fill a small reservation, check the OOM
+// was real, free everything, and allocate again in other classes.
+func TestOutOfMemoryRecovers(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 16 * spec.SuperblockSize}, 2)
+	var n int
+	for i := 0; ; i++ {
+		must(t, h.Alloc(ids[i%2], 3000, 1)) // the harness runs CheckOOM on failure
+		if errors.Is(h.LastErr, impl.ErrOutOfMemory) {
+			break
+		}
+		n++
+	}
+	if n < 16*20 {
+		t.Fatalf("only %d objects of 3000 bytes fit in 16 superblocks", n)
+	}
+	must(t, h.Alloc(ids[0], 200_000, 1))
+	if !errors.Is(h.LastErr, impl.ErrOutOfMemory) {
+		t.Fatalf("large alloc in a full reservation: %v", h.LastErr)
+	}
+	must(t, h.FreeAll())
+	for _, size := range []int{16, 700, 200_000} {
+		alloc(t, h, ids[1], size)
+	}
+	must(t, h.FreeAll())
+}
+
+// TestAllocsPerRun: the steady-state Cache Alloc+Free pair makes no Go heap
+// allocation.
+func TestAllocsPerRun(t *testing.T) {
+	a, err := impl.New(impl.Options{})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	for _, n := range []int{16, 64, 256, 4096} {
+		keep, _ := c.Alloc(n)
+		if got := testing.AllocsPerRun(1000, func() {
+			b, _ := c.Alloc(n)
+			c.Free(b)
+		}); got != 0 {
+			t.Errorf("Alloc(%d)+Free: %v Go allocations", n, got)
+		}
+		c.Free(keep)
+	}
+}
+
+// TestFastPathNoAtomicRMW: the owner's alloc and free fast paths contain no
+// atomic read-modify-write (a LOCK prefix, or XCHG with memory); atomic loads
+// are plain moves on amd64. It reads the compiler's assembly listing.
+func TestFastPathNoAtomicRMW(t *testing.T) {
+	if runtime.GOARCH != "amd64" || raceEnabled {
+		t.Skip("the instruction check is written for amd64 without -race")
+	}
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	out, err := exec.Command(gotool, "build", "-o", os.DevNull, "-gcflags=-S", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build -gcflags=-S: %v\n%s", err, out)
+	}
+	for _, fn := range []string{"(*Cache).Alloc", "(*Cache).allocClass", "(*Cache).free", "(*Cache).Free"} {
+		body := asmOf(string(out), fn)
+		if len(body) == 0 {
+			t.Errorf("no assembly for %s: inlined or renamed? update the test", fn)
+		}
+		for _, line := range body {
+			f := strings.Split(line, "\t") // "", "0x.. n (file:line)", op, operands
+			if len(f) < 4 {
+				continue
+			}
+			op, args := f[2], f[3]
+			if strings.HasPrefix(op, "LOCK") || strings.HasPrefix(op, "XCHG") && strings.Contains(args, "(") {
+				t.Errorf("%s has an atomic read-modify-write:\n%s", fn, line)
+			}
+		}
+	}
+}
+
+// asmOf returns the listing lines of one function of package impl.
+func asmOf(listing, fn string) []string {
+	var body []string
+	in := false
+	for _, line := range strings.Split(listing, "\n") {
+		if strings.Contains(line, "\tTEXT\t") {
+			in = strings.Contains(line, "/impl."+fn+"(SB)")
+		}
+		if in {
+			body = append(body, line)
+		}
+	}
+	return body
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package impl_test
+
+const raceEnabled = false

@@ -1,0 +1,251 @@
+package invariants_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// These tests break a good snapshot on purpose and require the checker to name
+// the rule: a check that cannot fail checks nothing.
+
+func setup(t *testing.T) (*invariants.Harness, int) {
+	t.Helper()
+	h, err := invariants.NewHarness(impl.Options{Reserve: 32 * spec.SuperblockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	id, err := h.NewCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, id
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expect runs Check on the broken snapshot and requires a violation of rule.
+func expect(t *testing.T, rule string, vs []*invariants.Violation) {
+	t.Helper()
+	var got []string
+	for _, v := range vs {
+		if v.Rule == rule {
+			return
+		}
+		got = append(got, v.Error())
+	}
+	t.Fatalf("no %s violation; got %q", rule, got)
+}
+
+func clean(t *testing.T, h *invariants.Harness) *impl.Snapshot {
+	t.Helper()
+	s := h.A.Snapshot()
+	if vs := invariants.Check(s, h.M); len(vs) != 0 {
+		t.Fatalf("the unbroken snapshot fails: %v", vs)
+	}
+	return s
+}
+
+// recycled leaves a class-4096 superblock (16 objects, one group) with 11 live
+// objects and 5 holes refilled into the held group, and returns the class.
+func recycled(t *testing.T, h *invariants.Harness, id int) int {
+	var objs []uintptr
+	for range 16 {
+		before := map[uintptr]bool{}
+		for _, a := range h.Live() {
+			before[a] = true
+		}
+		must(t, h.Alloc(id, 4096, 1))
+		for _, a := range h.Live() {
+			if !before[a] {
+				objs = append(objs, a)
+			}
+		}
+	}
+	for _, a := range objs[:5] {
+		must(t, h.Free(id, a))
+	}
+	must(t, h.Flush(id))
+	must(t, h.Alloc(id, 4096, 1)) // refill takes the 5 holes: 4 held
+	return spec.SizeToClass(4096)
+}
+
+// TestStatsLeadCatchesCapacityCredit: the published over-count, crediting the
+// slab's capacity instead of the transfer at refill, breaks STATS-LEAD.
+func TestStatsLeadCatchesCapacityCredit(t *testing.T) {
+	h, id := setup(t)
+	k := recycled(t, h, id)
+	s := clean(t, h)
+	s.Stats.Classes[k].Allocs += uint64(spec.ClassObjects(k) - 5) // credited 16, moved 5
+	expect(t, spec.RuleStatsLead, invariants.Check(s, h.M))
+}
+
+// TestStatsLagCatchesUnpublished: a superblock holding a batch or more of
+// unpublished frees, or frees published twice, break STATS-LAG.
+func TestStatsLagCatchesUnpublished(t *testing.T) {
+	h, id := setup(t)
+	k := recycled(t, h, id)
+	s := clean(t, h)
+	for i := range s.Superblocks {
+		if s.Superblocks[i].Class == k {
+			s.Superblocks[i].LocalFreed = s.PublishBatch
+		}
+	}
+	expect(t, spec.RuleStatsLag, invariants.Check(s, h.M))
+	s = clean(t, h)
+	s.Stats.Classes[k].Frees++
+	expect(t, spec.RuleStatsLag, invariants.Check(s, h.M))
+}
+
+// TestStatsExactCatchesForgottenDebit: after a flush, a debit that was not made
+// breaks STATS-EXACT.
+func TestStatsExactCatchesForgottenDebit(t *testing.T) {
+	h, id := setup(t)
+	k := recycled(t, h, id)
+	must(t, h.FlushAll())
+	s := h.A.Snapshot()
+	s.Stats.Classes[k].Allocs += 4
+	expect(t, spec.RuleStatsExact, invariants.CheckFlushed(s, h.M))
+}
+
+// TestCoherentCatchesStaleMine: an entry that says "mine" with a stale
+// generation, class, or owner breaks CACHE-COHERENT.
+func TestCoherentCatchesStaleMine(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id)
+	for _, breakIt := range []func(*impl.Entry){
+		func(e *impl.Entry) { e.Gen++ },
+		func(e *impl.Entry) { e.Class++ },
+		func(e *impl.Entry) { e.SameRemote = false },
+		func(e *impl.Entry) { e.Mine = false }, // "not mine" for one's own superblock
+	} {
+		s := clean(t, h)
+		found := false
+		for ci := range s.Caches {
+			for ei := range s.Caches[ci].Entries {
+				if s.Caches[ci].Entries[ei].Mine {
+					breakIt(&s.Caches[ci].Entries[ei])
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Fatal("no entry to break")
+		}
+		expect(t, spec.RuleCacheCoherent, invariants.Check(s, h.M))
+	}
+}
+
+// TestNoOverlapCatchesOverlap: a large object laid over small ones breaks
+// NO-OVERLAP; a misaligned one breaks ALIGN.
+func TestNoOverlapCatchesOverlap(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id)
+	s := clean(t, h)
+	s.Large = append(s.Large, impl.LargeObject{Addr: s.Superblocks[0].Addr + 8, Usable: 4096, Superblocks: 1})
+	vs := invariants.Check(s, h.M)
+	expect(t, spec.RuleNoOverlap, vs)
+	expect(t, spec.RuleRefines, vs)
+}
+
+// TestConserveCatchesLostObject: an object that is in no place (neither free,
+// held, pending nor live to the model) or in two breaks CONSERVE and REFINES.
+func TestConserveCatchesLostObject(t *testing.T) {
+	h, id := setup(t)
+	k := recycled(t, h, id)
+	s := clean(t, h)
+	for i := range s.Superblocks {
+		if sb := &s.Superblocks[i]; sb.Class == k && sb.State == impl.SBSmall {
+			sb.Free[0] |= 1 << 15 // a live object also marked free
+		}
+	}
+	vs := invariants.Check(s, h.M)
+	expect(t, spec.RuleConserve, vs)
+	expect(t, spec.RuleRefines, vs)
+	s = clean(t, h)
+	s.FreeRuns = s.FreeRuns[1:] // superblocks that are neither pooled nor used
+	expect(t, spec.RuleConserve, invariants.Check(s, h.M))
+}
+
+// TestEmptyCatchesLeftovers: a carved superblock left after free-all breaks EMPTY.
+func TestEmptyCatchesLeftovers(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id)
+	s := h.A.Snapshot()
+	expect(t, spec.RuleEmpty, invariants.CheckEmpty(s, h.M))
+}
+
+// TestOOMCatchesFalseOOM: OOM-REAL refuses an out-of-memory with free runs.
+func TestOOMCatchesFalseOOM(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id)
+	expect(t, spec.RuleOOMReal, invariants.CheckOOM(h.A.Snapshot(), id, 100, 1))
+}
+
+// TestFreeDoubleCountsAll: bad frees that Stats does not count break
+// FREE-DOUBLE; ExpectFree predicts each kind of free.
+func TestFreeDoubleCountsAll(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id)
+	for pick := 0; h.A.Stats().DoubleFrees == 0; pick++ {
+		must(t, h.FreeBad(id, invariants.BadDouble, pick))
+	}
+	s := clean(t, h)
+	s.Stats.DoubleFrees = 0
+	expect(t, spec.RuleFreeDouble, invariants.Check(s, h.M))
+
+	live := h.Live()[0]
+	s = clean(t, h)
+	for _, tc := range []struct {
+		addr uintptr
+		want oracle.Kind
+	}{
+		{live, oracle.OK},
+		{live + 1, oracle.InvalidPointer},
+		{0, oracle.OK},
+		{s.Base - 4096, oracle.InvalidPointer},
+		{s.Base + s.Size, oracle.InvalidPointer},
+	} {
+		if got := invariants.ExpectFree(s, id, tc.addr); got != tc.want {
+			t.Errorf("ExpectFree(%#x) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// TestLargeExactCatchesMiscount: LARGE-EXACT is exact at every instant.
+func TestLargeExactCatchesMiscount(t *testing.T) {
+	h, id := setup(t)
+	must(t, h.Alloc(id, 100_000, 1))
+	s := clean(t, h)
+	s.Stats.Large.LiveBytes -= 4096
+	expect(t, spec.RuleLargeExact, invariants.Check(s, h.M))
+}
+
+// TestKind maps every sentinel, and refuses an unknown error.
+func TestKind(t *testing.T) {
+	for err, want := range map[error]oracle.Kind{
+		nil: oracle.OK, impl.ErrInvalidSize: oracle.InvalidSize, impl.ErrTooLarge: oracle.TooLarge,
+		impl.ErrOutOfMemory: oracle.OutOfMemory, impl.ErrDoubleFree: oracle.DoubleFree,
+		impl.ErrInvalidPointer: oracle.InvalidPointer, impl.ErrClosed: oracle.Closed,
+	} {
+		if got := invariants.Kind(err); got != want {
+			t.Errorf("Kind(%v) = %v", err, got)
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "no sentinel") {
+			t.Errorf("Kind of a foreign error: %v", r)
+		}
+	}()
+	invariants.Kind(impl.ErrLeaked)
+}
