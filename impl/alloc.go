@@ -321,7 +321,7 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 func (a *Allocator) lateDouble(c *Cache, sb *superblock, k, idx int) {
 	addr := a.base + uintptr(sb.idx)<<spec.SuperblockShift + uintptr(idx*spec.ClassSize(k))
 	if c != nil {
-		c.bad.double.Add(1)
+		c.ev.double.Add(1)
 	} else {
 		a.retiredBad(1, 0)
 	}

@@ -17,6 +17,7 @@ type Cache struct {
 	a       *Allocator
 	wayMask uintptr
 	closed  bool
+	front   bool // one of the Allocator's own caches (front.go)
 	id      int
 	sbc     [maxWays]sbEntry // the superblock cache (sbcache.go)
 	cls     [spec.NumClasses]classCache
@@ -25,7 +26,7 @@ type Cache struct {
 	// remote frees: pushed by any goroutine, popped all at once by the owner.
 	notify atomic.Pointer[superblock]
 	pub    [spec.NumClasses]classCounters // published counters, read by Stats
-	bad    badCounters
+	ev     eventCounters
 }
 
 // classCache is one class's held group: up to 32 objects of the current
@@ -49,8 +50,10 @@ type classCounters struct {
 	allocs, frees atomic.Uint64
 }
 
-type badCounters struct {
+// eventCounters are the other counters a cache publishes, read by Stats.
+type eventCounters struct {
 	double, invalid atomic.Uint64
+	sbcFills        atomic.Uint64 // superblock-cache misses that filled an entry
 }
 
 // NewCache returns a Cache of a. Give it to one goroutine; Close it when done.
@@ -200,9 +203,9 @@ func (c *Cache) reject(err error) error {
 		return nil
 	}
 	if fe, ok := err.(*FreeError); ok && fe.Err == ErrDoubleFree {
-		c.bad.double.Add(1)
+		c.ev.double.Add(1)
 	} else {
-		c.bad.invalid.Add(1)
+		c.ev.invalid.Add(1)
 	}
 	return err
 }
@@ -228,6 +231,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 	case stateSmall:
 		e := &c.sbc[i&c.wayMask]
 		c.fillEntry(e, i, sb, gen, k)
+		c.ev.sbcFills.Add(1)
 		if e.mine {
 			return c.free(off)
 		}

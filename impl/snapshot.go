@@ -171,7 +171,7 @@ func (a *Allocator) snapshot() *Snapshot {
 		}
 	}
 	for _, c := range caches {
-		s.Caches = append(s.Caches, c.snapshot(c == a.front.c))
+		s.Caches = append(s.Caches, c.snapshot(c.front))
 	}
 	return s
 }
@@ -206,7 +206,7 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 }
 
 func (c *Cache) snapshot(front bool) CacheState {
-	cs := CacheState{ID: c.id, Front: front, DoubleFrees: c.bad.double.Load(), InvalidFrees: c.bad.invalid.Load()}
+	cs := CacheState{ID: c.id, Front: front, DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load()}
 	for k := range c.cls {
 		cc := &c.cls[k]
 		cur := -1

@@ -36,6 +36,10 @@ type Stats struct {
 	// as errors and those found later, when an owner collected a remote free
 	// (FREE-DOUBLE, FREE-INVALID).
 	DoubleFrees, InvalidFrees uint64
+	// SuperblockCacheMisses counts frees of small objects that missed the
+	// freeing cache's superblock cache and read the header (a stale entry
+	// refreshed counts too); 1 - misses/frees is the hit rate.
+	SuperblockCacheMisses uint64
 	// Reserved is the address space reserved; SmallSuperblocks, LargeSuperblocks
 	// and OrphanedSuperblocks count superblocks in use by each kind.
 	Reserved                                                uint64
@@ -46,6 +50,7 @@ type Stats struct {
 type counters struct {
 	allocs, frees   [spec.NumClasses]uint64
 	double, invalid uint64
+	sbcFills        uint64
 }
 
 // Stats returns the published counters. Any goroutine, any time: it reads each
@@ -61,13 +66,15 @@ func (a *Allocator) Stats() Stats {
 		s.Classes[k].Frees = a.retired.frees[k]
 	}
 	s.DoubleFrees, s.InvalidFrees = a.retired.double, a.retired.invalid
+	s.SuperblockCacheMisses = a.retired.sbcFills
 	for c := range a.caches {
 		for k := range s.Classes {
 			s.Classes[k].Allocs += c.pub[k].allocs.Load()
 			s.Classes[k].Frees += c.pub[k].frees.Load()
 		}
-		s.DoubleFrees += c.bad.double.Load()
-		s.InvalidFrees += c.bad.invalid.Load()
+		s.DoubleFrees += c.ev.double.Load()
+		s.InvalidFrees += c.ev.invalid.Load()
+		s.SuperblockCacheMisses += c.ev.sbcFills.Load()
 	}
 	a.regMu.Unlock()
 	a.mu.Lock()
@@ -84,8 +91,9 @@ func (a *Allocator) retire(c *Cache) {
 		a.retired.allocs[k] += c.pub[k].allocs.Load()
 		a.retired.frees[k] += c.pub[k].frees.Load()
 	}
-	a.retired.double += c.bad.double.Load()
-	a.retired.invalid += c.bad.invalid.Load()
+	a.retired.double += c.ev.double.Load()
+	a.retired.invalid += c.ev.invalid.Load()
+	a.retired.sbcFills += c.ev.sbcFills.Load()
 	delete(a.caches, c)
 	a.regMu.Unlock()
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/google/go-cmp/cmp"
@@ -406,11 +407,12 @@ func CheckFlushed(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	return append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), true)...)
 }
 
-// CheckOOM (OOM-REAL): taken right after cache id's Alloc(n, align) returned
-// ErrOutOfMemory, the snapshot must show there was no room: no free run long
-// enough in the pool and, for a small class, no free object in a superblock of
-// that class that the cache owns or that is orphaned.
-func CheckOOM(s *impl.Snapshot, id, n, align int) []*Violation {
+// CheckOOM (OOM-REAL): taken right after Alloc(n, align) returned
+// ErrOutOfMemory on one of the caches ids, the snapshot must show there was no
+// room: no free run long enough in the pool and, for a small class, no free
+// object in a superblock of that class that the cache owns or that is orphaned.
+// With no ids only the pool is checked.
+func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	k := spec.AlignedClass(n, align)
 	need := 1
 	if k == spec.Large {
@@ -422,12 +424,12 @@ func CheckOOM(s *impl.Snapshot, id, n, align int) []*Violation {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
 		}
 	}
-	if k == spec.Large {
+	if k == spec.Large || len(ids) == 0 {
 		return vs
 	}
 	sbs, _ := smalls(s)
 	for _, sb := range sbs {
-		if sb.Class == k && (sb.Owner == id || sb.Orphan) && sb.NFree+sb.LocalFreed > 0 {
+		if sb.Class == k && (slices.Contains(ids, sb.Owner) || sb.Orphan) && sb.NFree+sb.LocalFreed > 0 {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in superblock %d", n, align, sb.NFree+sb.LocalFreed, sb.Index))
 		}
 	}

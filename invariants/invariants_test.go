@@ -189,7 +189,7 @@ func TestEmptyCatchesLeftovers(t *testing.T) {
 func TestOOMCatchesFalseOOM(t *testing.T) {
 	h, id := setup(t)
 	recycled(t, h, id)
-	expect(t, spec.RuleOOMReal, invariants.CheckOOM(h.A.Snapshot(), id, 100, 1))
+	expect(t, spec.RuleOOMReal, invariants.CheckOOM(h.A.Snapshot(), []int{id}, 100, 1))
 }
 
 // TestFreeDoubleCountsAll: bad frees that Stats does not count break

@@ -15,7 +15,7 @@
 #                   pair-batch1000 (default: all)
 #   -allocators LIST subset of: glibc mimalloc jemalloc tcmalloc (default: all)
 #   -noise PCT      if other processes used more than PCT% of the CPUs during a
-#                   run of >= 0.3 s, measure it again (default 15) ...
+#                   run of >= 0.1 s, measure it again (default 15) ...
 #   -retries N      ... at most N times per measurement (default 2, quick 1;
 #                   0 = never; in all at most half as many retries as measurements)
 #
@@ -332,7 +332,7 @@ for run in $(seq 1 "$RUNS"); do
                     # Other processes took a noticeable share of the CPUs during
                     # a run long enough to measure that reliably: measure again.
                     if [ "$attempt" -lt "$MAX_RETRIES" ] && [ "$RETRIES" -lt "$RETRY_BUDGET" ] &&
-                        awk -v f="$FOREIGN" -v lim="$NOISE_PCT" -v w="$WALL" 'BEGIN { exit !(f > lim && w >= 0.3) }'; then
+                        awk -v f="$FOREIGN" -v lim="$NOISE_PCT" -v w="$WALL" 'BEGIN { exit !(f > lim && w >= 0.1) }'; then
                         attempt=$((attempt + 1))
                         RETRIES=$((RETRIES + 1))
                         echo "## (foreign CPU ${FOREIGN}% > ${NOISE_PCT}%: measuring again, attempt $((attempt + 1)))" >>"$LOG"
