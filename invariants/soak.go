@@ -1,0 +1,595 @@
+// Soak: many goroutines, scattered remote frees, the Model, and periodic barriers.
+
+package invariants
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// SoakConfig configures Soak. Zero fields take the defaults in brackets.
+type SoakConfig struct {
+	Goroutines int           // workers, each with its own Cache [4×GOMAXPROCS]
+	Duration   time.Duration // how long to run [30s]
+	MaxOps     uint64        // stop after this many operations in all (0: no limit)
+	Seed       uint64        // worker g draws from PCG(Seed, g) [from the clock]
+	// Reserve is the reservation in bytes [8 MiB]: small, so superblocks are
+	// reused across classes and owners and the allocator runs out of memory.
+	Reserve int
+	Ways    int // superblock-cache ways [16]
+	// CheckEvery is the time between barriers, where every worker stops and a
+	// Snapshot is checked against the Model [100ms]; every FlushEvery-th barrier
+	// every cache flushes first and STATS-EXACT is checked too [4].
+	CheckEvery time.Duration
+	FlushEvery int
+	// Progress, if set, is called about once a second with the figures as of the
+	// last barrier.
+	Progress      func(SoakProgress)
+	MaxViolations int // stop after this many [10]
+}
+
+// SoakProgress is the state of a running soak.
+type SoakProgress struct {
+	Elapsed                  time.Duration
+	Ops, Frees, RemoteFrees  uint64
+	OOMs                     uint64
+	Checks, Violations, Live int
+}
+
+// SoakViolation is a broken rule seen by a soak, with what replays it: the seed
+// fixes every worker's sequence of operations (not the interleaving, which the
+// scheduler chooses; a replay usually, not always, meets the same failure).
+type SoakViolation struct {
+	Rule, Detail string
+	Seed         uint64
+	At           time.Duration
+}
+
+// LeadObservation is, for one class, the largest STATS-LEAD lead (published
+// Allocs minus true allocations) seen at a barrier, and the bound SPEC.md gives
+// for it at that barrier: caches × min(32, SlabObjects).
+type LeadObservation struct {
+	Class, Size    int
+	MaxLead, Bound uint64
+}
+
+// SoakReport is what a soak did and found.
+type SoakReport struct {
+	Config                                   SoakConfig
+	Elapsed                                  time.Duration
+	Ops, Allocs, Frees, RemoteFrees, Handoff uint64
+	FrontCalls, BadFrees, OOMs, Reopens      uint64
+	SmallFrees, SBCacheMisses                uint64
+	Checks, FlushChecks                      int
+	Violations                               []SoakViolation
+	Lead                                     []LeadObservation
+}
+
+// HitRate is the superblock-cache hit rate of small frees.
+func (r *SoakReport) HitRate() float64 {
+	if r.SmallFrees == 0 {
+		return 0
+	}
+	return 1 - float64(r.SBCacheMisses)/float64(r.SmallFrees)
+}
+
+type soakObj struct {
+	b     []byte
+	fill  byte
+	cache int // model ID of the cache that allocated it (Front for the Allocator)
+}
+
+type soakBarrier struct {
+	arrived sync.WaitGroup
+	resume  chan struct{}
+}
+
+type soak struct {
+	cfg     SoakConfig
+	a       *impl.Allocator
+	other   *impl.Allocator
+	mu      sync.Mutex // guards m and nextID
+	m       *oracle.Model
+	nextID  int
+	workers []*soakWorker
+	barrier atomic.Pointer[soakBarrier]
+	stop    atomic.Bool
+	ops     atomic.Uint64
+	start   time.Time
+
+	vmu        sync.Mutex
+	violations []SoakViolation
+}
+
+type soakWorker struct {
+	s     *soak
+	g     int
+	id    int
+	c     *impl.Cache
+	rng   *rand.Rand
+	mine  []soakObj
+	inbox chan soakObj
+	last  *soakBarrier
+	// counters, read by the coordinator at barriers and at the end
+	ops, allocs, frees, remote, handoff, front, bad, oom, reopen, small uint64
+}
+
+// Soak runs cfg.Goroutines workers against one Allocator and the Model. Each
+// worker allocates through its own Cache or the Allocator, checks every new
+// object reads zero (ZEROED) and fills it, hands objects to other workers through
+// channels (so most frees are remote, scattered over many superblocks), frees
+// what it receives and what it owns after checking the fill (INTEGRITY), makes
+// bad frees, and now and then closes its cache and opens a new one (superblocks
+// are orphaned and adopted). The Model is updated in the safe order: an object
+// leaves it before Free is called, and enters it after Alloc returns. At every
+// barrier all workers stop and Check runs on a Snapshot (CONSERVE, STATS-LEAD with
+// the held counts, STATS-LAG, CACHE-COHERENT, NO-OVERLAP, REFINES); at flush
+// barriers STATS-EXACT too; at the end, after everything is freed, EMPTY.
+func Soak(cfg SoakConfig) (*SoakReport, error) {
+	if cfg.Goroutines <= 0 {
+		cfg.Goroutines = 4 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 30 * time.Second
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	if cfg.Reserve <= 0 {
+		cfg.Reserve = 8 << 20
+	}
+	if cfg.CheckEvery <= 0 {
+		cfg.CheckEvery = 100 * time.Millisecond
+	}
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = 4
+	}
+	if cfg.MaxViolations <= 0 {
+		cfg.MaxViolations = 10
+	}
+	a, err := impl.New(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways})
+	if err != nil {
+		return nil, err
+	}
+	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	if err != nil {
+		return nil, err
+	}
+	defer other.Close()
+	snap := a.Snapshot()
+	s := &soak{cfg: cfg, a: a, other: other, m: oracle.New(snap.Base, snap.Size), start: time.Now()}
+	for g := range cfg.Goroutines {
+		w := &soakWorker{s: s, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(g))), inbox: make(chan soakObj, 64)}
+		if err := w.open(); err != nil {
+			return nil, err
+		}
+		s.workers = append(s.workers, w)
+	}
+	rep := &SoakReport{Config: cfg}
+	lead := make([]LeadObservation, spec.NumClasses)
+	var wg sync.WaitGroup
+	for _, w := range s.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.run() }()
+	}
+	lastProgress := time.Now()
+	for n := 1; ; n++ {
+		time.Sleep(cfg.CheckEvery)
+		done := time.Since(s.start) >= cfg.Duration || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
+			s.nviolations() >= cfg.MaxViolations
+		flush := n%cfg.FlushEvery == 0
+		b := s.pause()
+		if done {
+			s.stop.Store(true)
+		}
+		s.check(rep, lead, flush)
+		if cfg.Progress != nil && (time.Since(lastProgress) >= time.Second || done) {
+			lastProgress = time.Now()
+			cfg.Progress(s.progress(rep))
+		}
+		s.barrier.Store(nil)
+		close(b.resume)
+		if done {
+			break
+		}
+	}
+	wg.Wait() // the workers free everything they own or received, and close
+	a.Flush()
+	s.record(CheckEmpty(a.Snapshot(), s.m))
+	rep.Checks++
+	s.sum(rep)
+	rep.Elapsed = time.Since(s.start)
+	for k := range lead {
+		lead[k].Class, lead[k].Size = k, spec.ClassSize(k)
+	}
+	rep.Lead = lead
+	if err := a.Close(); err != nil {
+		s.record([]*Violation{violation(spec.RuleEmpty, "Close after the soak: %v", err)})
+	}
+	rep.Violations = s.violations
+	return rep, nil
+}
+
+// pause stops every worker at a barrier and returns it; the caller resumes them
+// by closing b.resume.
+func (s *soak) pause() *soakBarrier {
+	b := &soakBarrier{resume: make(chan struct{})}
+	b.arrived.Add(len(s.workers))
+	s.barrier.Store(b)
+	b.arrived.Wait()
+	return b
+}
+
+func (s *soak) check(rep *SoakReport, lead []LeadObservation, flush bool) {
+	if flush {
+		// Every worker is parked (the barrier orders its last call before
+		// these and these before its next), so their caches can be flushed
+		// from here; a flush by the worker itself, before the others stopped,
+		// could miss remote frees still arriving.
+		for _, w := range s.workers {
+			w.c.Flush()
+		}
+		s.a.Flush()
+	}
+	snap := s.a.Snapshot()
+	if flush {
+		s.record(CheckFlushed(snap, s.m))
+		rep.FlushChecks++
+	} else {
+		s.record(Check(snap, s.m))
+	}
+	rep.Checks++
+	for k := range spec.NumClasses {
+		if d := snap.Stats.Classes[k].Allocs - s.m.Counts(k).Allocs; d > lead[k].MaxLead {
+			lead[k].MaxLead = d
+		}
+		lead[k].Bound = max(lead[k].Bound, uint64(len(snap.Caches)*min(32, spec.ClassObjects(k))))
+	}
+}
+
+func (s *soak) progress(rep *SoakReport) SoakProgress {
+	var r SoakReport
+	s.sum(&r)
+	return SoakProgress{
+		Elapsed: time.Since(s.start), Ops: r.Ops, Frees: r.Frees, RemoteFrees: r.RemoteFrees, OOMs: r.OOMs,
+		Checks: rep.Checks, Violations: s.nviolations(), Live: len(s.m.Live()),
+	}
+}
+
+// sum adds up the workers' counters; quiescent callers.
+func (s *soak) sum(r *SoakReport) {
+	for _, w := range s.workers {
+		r.Ops += w.ops
+		r.Allocs += w.allocs
+		r.Frees += w.frees
+		r.RemoteFrees += w.remote
+		r.Handoff += w.handoff
+		r.FrontCalls += w.front
+		r.BadFrees += w.bad
+		r.OOMs += w.oom
+		r.Reopens += w.reopen
+		r.SmallFrees += w.small
+	}
+	r.SBCacheMisses = s.a.Stats().SuperblockCacheMisses
+}
+
+func (s *soak) record(vs []*Violation) {
+	if len(vs) == 0 {
+		return
+	}
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	for _, v := range vs {
+		if len(s.violations) < s.cfg.MaxViolations {
+			s.violations = append(s.violations, SoakViolation{Rule: v.Rule, Detail: v.Detail, Seed: s.cfg.Seed, At: time.Since(s.start)})
+		}
+	}
+}
+
+func (s *soak) nviolations() int {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	return len(s.violations)
+}
+
+func (w *soakWorker) violate(v *Violation) {
+	if v != nil {
+		w.s.record([]*Violation{v})
+	}
+}
+
+// open gives the worker a new cache and a new model ID.
+func (w *soakWorker) open() error {
+	c, err := w.s.a.NewCache()
+	if err != nil {
+		return err
+	}
+	w.s.mu.Lock()
+	w.id = w.s.nextID
+	w.s.nextID++
+	v := w.s.m.OpenCache(w.id)
+	w.s.mu.Unlock()
+	w.c = c
+	w.violate(v)
+	return nil
+}
+
+func (w *soakWorker) run() {
+	for !w.s.stop.Load() {
+		if b := w.s.barrier.Load(); b != nil && b != w.last {
+			w.last = b
+			b.arrived.Done()
+			<-b.resume
+			continue
+		}
+		w.step()
+		w.ops++
+		w.s.ops.Add(1)
+	}
+	// After the last barrier nobody sends: free what is left, and close.
+	for len(w.mine) > 0 {
+		w.freeOwn(len(w.mine) - 1)
+	}
+	for len(w.inbox) > 0 {
+		w.free(<-w.inbox, true)
+	}
+	w.c.Flush()
+	err := w.c.Close()
+	w.s.mu.Lock()
+	v := w.s.m.CloseCache(w.id, Kind(err))
+	w.s.mu.Unlock()
+	w.violate(v)
+}
+
+func (w *soakWorker) step() {
+	switch op := w.rng.IntN(1000); {
+	case op < 420:
+		if len(w.mine) > 400 {
+			w.freeOwn(w.rng.IntN(len(w.mine)))
+		} else {
+			w.alloc()
+		}
+	case op < 540:
+		if len(w.mine) > 0 {
+			w.freeOwn(w.rng.IntN(len(w.mine)))
+		}
+	case op < 820:
+		w.handOff()
+	case op < 990:
+		for range 1 + w.rng.IntN(8) {
+			select {
+			case o := <-w.inbox:
+				w.free(o, true)
+			default:
+			}
+		}
+	case op < 999:
+		w.badFree()
+	default:
+		if w.rng.IntN(4) == 0 {
+			w.reopenCache()
+		}
+	}
+}
+
+func (w *soakWorker) drawSize() int {
+	switch r := w.rng.IntN(100); {
+	case r < 70:
+		return w.rng.IntN(257)
+	case r < 90:
+		return 257 + w.rng.IntN(4096-256)
+	case r < 99:
+		return 4097 + w.rng.IntN(spec.MaxSmall-4096)
+	}
+	return spec.MaxSmall + 1 + w.rng.IntN(3*spec.SuperblockSize)
+}
+
+func (w *soakWorker) alloc() {
+	n, align := w.drawSize(), 1
+	if w.rng.IntN(20) == 0 {
+		align = 16 << w.rng.IntN(9)
+	}
+	id := w.id
+	var b []byte
+	var err error
+	if w.rng.IntN(10) == 0 {
+		id = Front
+		w.front++
+		b, err = w.s.a.AllocAligned(n, align)
+	} else {
+		b, err = w.c.AllocAligned(n, align)
+	}
+	w.s.mu.Lock()
+	v := w.s.m.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err))
+	w.s.mu.Unlock()
+	w.violate(v)
+	if err != nil {
+		w.oom++
+		for range len(w.mine) / 2 { // make room
+			w.freeOwn(w.rng.IntN(len(w.mine)))
+		}
+		return
+	}
+	w.allocs++
+	full := b[:cap(b)]
+	if !uniform(full, 0) {
+		w.violate(violation(spec.RuleZeroed, "Alloc(%d) = %#x is not zeroed", n, addr(b)))
+	}
+	f := byte(w.rng.IntN(255) + 1)
+	fillWith(full, f)
+	w.mine = append(w.mine, soakObj{b: b, fill: f, cache: id})
+}
+
+// uniform reports whether every byte of b is x: b[0] == x and b equals itself
+// shifted by one, which memequal does at memory speed.
+func uniform(b []byte, x byte) bool {
+	return len(b) == 0 || b[0] == x && bytes.Equal(b[1:], b[:len(b)-1])
+}
+
+func fillWith(b []byte, x byte) {
+	if len(b) == 0 {
+		return
+	}
+	b[0] = x
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
+	}
+}
+
+func (w *soakWorker) freeOwn(i int) {
+	o := w.mine[i]
+	w.mine[i] = w.mine[len(w.mine)-1]
+	w.mine = w.mine[:len(w.mine)-1]
+	w.free(o, false)
+}
+
+// free checks o's fill, takes it out of the model, then frees it: through the
+// worker's cache, or now and then the Allocator.
+func (w *soakWorker) free(o soakObj, received bool) {
+	if !uniform(o.b[:cap(o.b)], o.fill) {
+		w.violate(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", addr(o.b), o.fill))
+	}
+	id := w.id
+	if w.rng.IntN(10) == 0 {
+		id = Front
+	}
+	w.s.mu.Lock()
+	v := w.s.m.Free(id, addr(o.b), oracle.OK)
+	w.s.mu.Unlock()
+	w.violate(v)
+	var err error
+	if id == Front {
+		w.front++
+		err = w.s.a.Free(o.b)
+	} else {
+		err = w.c.Free(o.b)
+	}
+	if err != nil {
+		w.violate(violation(spec.RuleRefines, "Free of live object %#x: %v", addr(o.b), err))
+	}
+	w.frees++
+	if received || o.cache != w.id {
+		w.remote++
+	}
+	if cap(o.b) <= spec.MaxSmall {
+		w.small++
+	}
+}
+
+// handOff sends one of the worker's objects to another worker, who will free it.
+func (w *soakWorker) handOff() {
+	if len(w.mine) == 0 || len(w.s.workers) < 2 {
+		return
+	}
+	i := w.rng.IntN(len(w.mine))
+	to := w.s.workers[(w.g+1+w.rng.IntN(len(w.s.workers)-1))%len(w.s.workers)]
+	select {
+	case to.inbox <- w.mine[i]:
+		w.mine[i] = w.mine[len(w.mine)-1]
+		w.mine = w.mine[:len(w.mine)-1]
+		w.handoff++
+	default:
+	}
+}
+
+// badFree makes a free that must fail with ErrInvalidPointer whatever other
+// goroutines do: an interior pointer of an object this worker holds, a Go heap
+// pointer, another Allocator's object. (Double frees need an address nobody can
+// reallocate meanwhile; the single-goroutine machines and fuzzers make them.)
+func (w *soakWorker) badFree() {
+	var b []byte
+	switch w.rng.IntN(3) {
+	case 0:
+		if len(w.mine) == 0 {
+			return
+		}
+		o := w.mine[w.rng.IntN(len(w.mine))].b
+		if cap(o) < 2 {
+			return
+		}
+		b = o[:cap(o)][1+w.rng.IntN(cap(o)-1):]
+	case 1:
+		b = make([]byte, 1+w.rng.IntN(64))
+	case 2:
+		o, err := w.s.other.Alloc(1 + w.rng.IntN(64))
+		if err != nil {
+			return
+		}
+		defer w.s.other.Free(o)
+		b = o
+	}
+	err := w.c.Free(b)
+	w.s.mu.Lock()
+	v := w.s.m.Free(w.id, uintptr(unsafe.Pointer(unsafe.SliceData(b))), Kind(err))
+	w.s.mu.Unlock()
+	w.violate(v)
+	w.bad++
+}
+
+// reopenCache closes the worker's cache (its superblocks become orphans that
+// remote frees still reach) and opens a new one.
+func (w *soakWorker) reopenCache() {
+	err := w.c.Close()
+	w.s.mu.Lock()
+	v := w.s.m.CloseCache(w.id, Kind(err))
+	w.s.mu.Unlock()
+	w.violate(v)
+	if err := w.open(); err != nil {
+		w.violate(violation(spec.RuleRefines, "NewCache: %v", err))
+	}
+	w.reopen++
+}
+
+// String prints a report as the refcheck summary table.
+func (r *SoakReport) String() string {
+	var b bytes.Buffer
+	pct := func(x, of uint64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return 100 * float64(x) / float64(of)
+	}
+	fmt.Fprintf(&b, "refcheck: %d goroutines, %v, seed %d, reserve %d KiB, %d ways\n\n",
+		r.Config.Goroutines, r.Elapsed.Round(time.Millisecond), r.Config.Seed, r.Config.Reserve>>10, max(r.Config.Ways, 16))
+	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| operations | %d (%.0f/s) |\n", r.Ops, float64(r.Ops)/r.Elapsed.Seconds())
+	fmt.Fprintf(&b, "| allocations / frees | %d / %d |\n", r.Allocs, r.Frees)
+	fmt.Fprintf(&b, "| remote frees | %d (%.1f%% of frees) |\n", r.RemoteFrees, pct(r.RemoteFrees, r.Frees))
+	fmt.Fprintf(&b, "| objects handed between goroutines | %d |\n", r.Handoff)
+	fmt.Fprintf(&b, "| goroutine-safe Allocator calls | %d |\n", r.FrontCalls)
+	fmt.Fprintf(&b, "| superblock-cache hit rate (small frees) | %.2f%% (%d misses / %d) |\n", 100*r.HitRate(), r.SBCacheMisses, r.SmallFrees)
+	fmt.Fprintf(&b, "| bad frees made (all rejected as the model said) | %d |\n", r.BadFrees)
+	fmt.Fprintf(&b, "| out-of-memory (then freed and went on) | %d |\n", r.OOMs)
+	fmt.Fprintf(&b, "| caches closed and reopened | %d |\n", r.Reopens)
+	fmt.Fprintf(&b, "| invariant checks (of which after a full flush) | %d (%d) |\n", r.Checks, r.FlushChecks)
+	fmt.Fprintf(&b, "| violations | %d |\n", len(r.Violations))
+	if len(r.Violations) > 0 {
+		fmt.Fprintf(&b, "\n| rule | at | detail | replay |\n|---|---|---|---|\n")
+		for _, v := range r.Violations {
+			fmt.Fprintf(&b, "| %s | %v | %s | -seed %d |\n", v.Rule, v.At.Round(time.Millisecond), oneLine(v.Detail), v.Seed)
+		}
+	}
+	fmt.Fprintf(&b, "\nSTATS-LEAD per class: the largest lead seen at a barrier against its bound (caches × min(32, SlabObjects))\n\n")
+	fmt.Fprintf(&b, "| class | size | max lead | bound | used |\n|---|---|---|---|---|\n")
+	for _, l := range r.Lead {
+		if l.MaxLead == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %.0f%% |\n", l.Class, l.Size, l.MaxLead, l.Bound, pct(l.MaxLead, l.Bound))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte(" ")))
+}
