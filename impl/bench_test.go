@@ -74,3 +74,70 @@ func benchCache(b *testing.B) *impl.Cache {
 	}
 	return c
 }
+
+// BenchmarkScatteredFree is larson 100–200 on one cache: a slot array of 5000
+// objects of 100–200 bytes; each op frees a random slot and allocates a new
+// object into it, so frees scatter over every superblock the array spans. It
+// reports the superblock-cache miss rate per free for 1, 8, 16 and 32 ways
+// (CACHE-COHERENT's cache; issue #3's sweep).
+func BenchmarkScatteredFree(b *testing.B) {
+	for _, ways := range []int{1, 8, 16, 32} {
+		b.Run(fmt.Sprintf("ways=%d", ways), func(b *testing.B) {
+			a, err := impl.New(impl.Options{SuperblockCacheWays: ways})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			c, _ := a.NewCache()
+			slots := make([][]byte, 5000)
+			rng := uint32(4141)
+			next := func() uint32 { rng = rng*1664525 + 1013904223; return rng >> 8 }
+			for i := range slots {
+				slots[i], _ = c.Alloc(100 + int(next()%100))
+			}
+			// Shuffle, so neighbouring slots come from different superblocks.
+			for i := len(slots) - 1; i > 0; i-- {
+				j := int(next() % uint32(i+1))
+				slots[i], slots[j] = slots[j], slots[i]
+			}
+			miss0 := a.Stats().SuperblockCacheMisses
+			b.ResetTimer()
+			for range b.N {
+				i := next() % uint32(len(slots))
+				c.Free(slots[i])
+				slots[i], _ = c.Alloc(100 + int(next()%100))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(a.Stats().SuperblockCacheMisses-miss0)/float64(b.N), "misses/free")
+			for _, s := range slots {
+				c.Free(s)
+			}
+		})
+	}
+}
+
+// BenchmarkFront measures the goroutine-safe Allocator methods: each goroutine
+// keeps a ring of 64 objects of 16–256 bytes and replaces the oldest each op.
+// Run with -cpu 1,2: the 2-goroutine ns/op against the 1-goroutine one is the
+// front's scaling (issue #3: at least 1.7× the throughput).
+func BenchmarkFront(b *testing.B) {
+	a, err := impl.New(impl.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	b.RunParallel(func(pb *testing.PB) {
+		var ring [64][]byte
+		rng := uint32(1)
+		i := 0
+		for pb.Next() {
+			rng = rng*1664525 + 1013904223
+			a.Free(ring[i])
+			ring[i], _ = a.Alloc(16 + int(rng>>24))
+			i = (i + 1) % len(ring)
+		}
+		for _, r := range ring {
+			a.Free(r)
+		}
+	})
+}
