@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/impl/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -108,7 +109,7 @@ func (c *Cache) allocClass(n, k int) ([]byte, error) {
 	cc.bits = b & (b - 1)
 	p := unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))
 	s := unsafe.Slice((*byte)(p), cc.size)
-	if cc.needzero {
+	if cc.needzero && !mutant.NoZero {
 		clear(s) // ZEROED
 	}
 	return s[:n], nil
@@ -177,8 +178,8 @@ func (c *Cache) free(off uintptr) error {
 	g, m := idx>>5, uint32(1)<<(idx&31)
 	sb, cc := e.sb, &c.cls[e.class]
 	if idx*e.size != rel || idx >= e.nobj || // FREE-INVALID: not a slot start
-		(sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || // FREE-DOUBLE: free, or pending
-		cc.sb == sb && cc.group == int32(g) && cc.bits&m != 0 { // FREE-DOUBLE: held
+		!mutant.NoDoubleFreeCheck && ((sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || // FREE-DOUBLE: free, or pending
+			cc.sb == sb && cc.group == int32(g) && cc.bits&m != 0) { // FREE-DOUBLE: held
 		return c.freeReject(e, off, idx)
 	}
 	sb.free[g] |= m
@@ -314,7 +315,9 @@ func (c *Cache) moveTo(sb *superblock, list uint8) {
 
 // release returns an empty owned superblock, already unlinked, to the pool.
 func (c *Cache) release(sb *superblock) {
-	c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry
+	if !mutant.StaleOwner {
+		c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry
+	}
 	c.a.mu.Lock()
 	c.a.releaseLocked(c, sb)
 	c.a.mu.Unlock()
@@ -388,7 +391,11 @@ func (c *Cache) takeGroup(k int) bool {
 		cc.rw = &rs.w[g]
 		cc.needzero = g*32 < sb.zeroedFrom
 		sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
-		c.creditAllocs(k, n) // STATS-LEAD: the transfer, never the capacity
+		credit := n // STATS-LEAD: the transfer, never the capacity
+		if mutant.CapacityCredit {
+			credit = min(32, sb.objects()-g*32)
+		}
+		c.creditAllocs(k, credit)
 		if checks {
 			c.checkLead(k)
 		}
@@ -446,7 +453,9 @@ func (c *Cache) flush() {
 			cc.sb.free[cc.group] |= cc.bits
 			cc.sb.nfree += n
 			cc.bits = 0
-			c.debitAllocs(k, n) // STATS-LEAD: Flush subtracts what it gives back
+			if !mutant.NoFlushDebit {
+				c.debitAllocs(k, n) // STATS-LEAD: Flush subtracts what it gives back
+			}
 		}
 	}
 	c.drainNotify()
@@ -527,6 +536,10 @@ func (c *Cache) publishFrees(k int, n int32) {
 }
 
 func (c *Cache) creditAllocs(k int, n int32) {
+	if mutant.CounterWrap {
+		c.pub[k].allocs.Store(uint64(uint16(c.pub[k].allocs.Load() + uint64(n))))
+		return
+	}
 	if statsEnabled {
 		c.pub[k].allocs.Add(uint64(n))
 	}

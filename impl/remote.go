@@ -6,6 +6,7 @@ package impl
 import (
 	"math/bits"
 
+	"github.com/refalloc/refalloc/impl/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -26,9 +27,12 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 	}
 	g, m := idx>>5, uint32(1)<<(idx&31)
 	w := &e.rw[g]
+	if mutant.LostRemote && mutant.Drop() {
+		return nil
+	}
 	for {
 		old := w.Load()
-		if uint32(old>>32) != e.gen {
+		if uint32(old>>32) != e.gen && !mutant.StaleSBCache {
 			gen, _, _ := unpackMeta(e.sb.meta.Load())
 			if gen == e.gen {
 				// Stamped but not yet relabelled: the owner is releasing the

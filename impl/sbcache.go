@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/impl/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -52,7 +53,7 @@ func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, gen uint32, k u
 		nobj:  uint32(spec.ClassObjects(int(k))),
 		gen:   gen,
 		class: k,
-		mine:  sb.owner.Load() == c,
+		mine:  sb.owner.Load() == c || mutant.RemoteIntoLocal,
 	}
 }
 

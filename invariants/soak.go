@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/oracle"
@@ -83,10 +82,184 @@ func (r *SoakReport) HitRate() float64 {
 	return 1 - float64(r.SBCacheMisses)/float64(r.SmallFrees)
 }
 
-type soakObj struct {
-	b     []byte
-	fill  byte
-	cache int // model ID of the cache that allocated it (Front for the Allocator)
+// Shared drives one Allocator and the Model from many goroutines. Each call
+// checks the allocator's answer with the Model, under a mutex, in the safe order
+// of DESIGN.md: an object leaves the Model before Free is called and enters it
+// after Alloc returns, so another goroutine that gets the same address back is
+// never mistaken for an overlap. Violations are collected, not returned, so that
+// workers keep going; Violations reads them.
+type Shared struct {
+	A     *impl.Allocator
+	other *impl.Allocator // for frees of another Allocator's objects
+	mu    sync.Mutex      // guards M, nextID, violations
+	M     *oracle.Model
+	// MaxViolations bounds what is kept [10].
+	MaxViolations int
+	nextID        int
+	violations    []*Violation
+}
+
+// SharedObj is a live object and the fill it must still have (INTEGRITY).
+type SharedObj struct {
+	B     []byte
+	Fill  byte
+	Cache int // model ID of the cache that allocated it (Front: the Allocator)
+}
+
+// NewShared makes an Allocator with opt and its Model.
+func NewShared(opt impl.Options) (*Shared, error) {
+	a, err := impl.New(opt)
+	if err != nil {
+		return nil, err
+	}
+	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	snap := a.Snapshot()
+	return &Shared{A: a, other: other, M: oracle.New(snap.Base, snap.Size), MaxViolations: 10}, nil
+}
+
+// Close closes the Allocator (reporting leaks as EMPTY violations).
+func (s *Shared) Close() {
+	if err := s.A.Close(); err != nil {
+		s.Record(violation(spec.RuleEmpty, "Close: %v", err))
+	}
+	s.other.Close()
+}
+
+// Record keeps violations.
+func (s *Shared) Record(vs ...*Violation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range vs {
+		if v != nil && len(s.violations) < s.MaxViolations {
+			s.violations = append(s.violations, v)
+		}
+	}
+}
+
+// Violations returns what was recorded.
+func (s *Shared) Violations() []*Violation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Violation(nil), s.violations...)
+}
+
+// OpenCache makes a cache and gives it a model ID.
+func (s *Shared) OpenCache() (*impl.Cache, int, error) {
+	c, err := s.A.NewCache()
+	if err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	id := s.nextID
+	s.nextID++
+	v := s.M.OpenCache(id)
+	s.mu.Unlock()
+	s.Record(v)
+	return c, id, nil
+}
+
+// CloseCache closes cache id: its superblocks become orphans.
+func (s *Shared) CloseCache(c *impl.Cache, id int) {
+	err := c.Close()
+	s.mu.Lock()
+	v := s.M.CloseCache(id, Kind(err))
+	s.mu.Unlock()
+	s.Record(v)
+}
+
+// Alloc allocates through c (nil: the Allocator), checks the answer with the
+// Model and ZEROED, and fills the object with fill. ok is false on an error
+// (which the Model allowed, or a violation was recorded).
+func (s *Shared) Alloc(c *impl.Cache, id, n, align int, fill byte) (o SharedObj, ok bool) {
+	var b []byte
+	var err error
+	if c == nil {
+		id = Front
+		b, err = s.A.AllocAligned(n, align)
+	} else {
+		b, err = c.AllocAligned(n, align)
+	}
+	s.mu.Lock()
+	v := s.M.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err))
+	s.mu.Unlock()
+	s.Record(v)
+	if err != nil {
+		return SharedObj{}, false
+	}
+	full := b[:cap(b)]
+	if !uniform(full, 0) {
+		s.Record(violation(spec.RuleZeroed, "Alloc(%d) = %#x is not zeroed", n, addr(b)))
+	}
+	fillWith(full, fill)
+	return SharedObj{B: b, Fill: fill, Cache: id}, true
+}
+
+// Free checks o's fill, takes it out of the Model, and frees it through c (nil:
+// the Allocator); the free of a live object must succeed.
+func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
+	if !uniform(o.B[:cap(o.B)], o.Fill) {
+		s.Record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", addr(o.B), o.Fill))
+	}
+	if c == nil {
+		id = Front
+	}
+	s.mu.Lock()
+	v := s.M.Free(id, addr(o.B), oracle.OK)
+	s.mu.Unlock()
+	s.Record(v)
+	var err error
+	if c == nil {
+		err = s.A.Free(o.B)
+	} else {
+		err = c.Free(o.B)
+	}
+	if err != nil {
+		s.Record(violation(spec.RuleRefines, "Free of live object %#x: %v", addr(o.B), err))
+	}
+}
+
+// BadFree makes a free through cache c that must fail with ErrInvalidPointer
+// whatever other goroutines do: an interior pointer of o (an object the caller
+// holds), a Go heap pointer, or another Allocator's object (kind 0, 1, 2).
+// (Double frees need an address nobody can reallocate meanwhile; the
+// single-goroutine machines and fuzzers make them.)
+func (s *Shared) BadFree(c *impl.Cache, id int, kind, pick int, o *SharedObj) {
+	var b []byte
+	switch kind % 3 {
+	case 0:
+		if o == nil || cap(o.B) < 2 {
+			return
+		}
+		b = o.B[:cap(o.B)][1+pick%(cap(o.B)-1):]
+	case 1:
+		b = make([]byte, 1+pick%64)
+	case 2:
+		f, err := s.other.Alloc(1 + pick%64)
+		if err != nil {
+			return
+		}
+		defer s.other.Free(f)
+		b = f
+	}
+	err := c.Free(b)
+	s.mu.Lock()
+	v := s.M.Free(id, addr(b), Kind(err))
+	s.mu.Unlock()
+	s.Record(v)
+}
+
+// Check runs Check (or CheckFlushed) on a snapshot; quiescent callers only.
+func (s *Shared) Check(flushed bool) {
+	snap := s.A.Snapshot()
+	if flushed {
+		s.Record(CheckFlushed(snap, s.M)...)
+	} else {
+		s.Record(Check(snap, s.M)...)
+	}
 }
 
 type soakBarrier struct {
@@ -96,45 +269,40 @@ type soakBarrier struct {
 
 type soak struct {
 	cfg     SoakConfig
-	a       *impl.Allocator
-	other   *impl.Allocator
-	mu      sync.Mutex // guards m and nextID
-	m       *oracle.Model
-	nextID  int
+	sh      *Shared
 	workers []*soakWorker
 	barrier atomic.Pointer[soakBarrier]
 	stop    atomic.Bool
 	ops     atomic.Uint64
 	start   time.Time
-
-	vmu        sync.Mutex
-	violations []SoakViolation
+	// at is when each violation was seen, parallel to sh.Violations().
+	seen int
+	at   []time.Duration
 }
 
 type soakWorker struct {
+	sh    *Shared
 	s     *soak
 	g     int
 	id    int
 	c     *impl.Cache
 	rng   *rand.Rand
-	mine  []soakObj
-	inbox chan soakObj
+	mine  []SharedObj
+	inbox chan SharedObj
 	last  *soakBarrier
 	// counters, read by the coordinator at barriers and at the end
 	ops, allocs, frees, remote, handoff, front, bad, oom, reopen, small uint64
 }
 
-// Soak runs cfg.Goroutines workers against one Allocator and the Model. Each
-// worker allocates through its own Cache or the Allocator, checks every new
-// object reads zero (ZEROED) and fills it, hands objects to other workers through
-// channels (so most frees are remote, scattered over many superblocks), frees
-// what it receives and what it owns after checking the fill (INTEGRITY), makes
-// bad frees, and now and then closes its cache and opens a new one (superblocks
-// are orphaned and adopted). The Model is updated in the safe order: an object
-// leaves it before Free is called, and enters it after Alloc returns. At every
-// barrier all workers stop and Check runs on a Snapshot (CONSERVE, STATS-LEAD with
-// the held counts, STATS-LAG, CACHE-COHERENT, NO-OVERLAP, REFINES); at flush
-// barriers STATS-EXACT too; at the end, after everything is freed, EMPTY.
+// Soak runs cfg.Goroutines workers against one Allocator and the Model (through
+// Shared). Each worker allocates through its own Cache or the Allocator, hands
+// objects to other workers through channels (so many frees are remote, scattered
+// over many superblocks), frees what it receives and what it owns, makes bad
+// frees, and now and then closes its cache and opens a new one (superblocks are
+// orphaned and adopted). At every barrier all workers stop and Check runs on a
+// Snapshot (CONSERVE, STATS-LEAD with the held counts, STATS-LAG, CACHE-COHERENT,
+// NO-OVERLAP, REFINES); at flush barriers, after every cache flushed,
+// STATS-EXACT too; at the end, after everything is freed, EMPTY.
 func Soak(cfg SoakConfig) (*SoakReport, error) {
 	if cfg.Goroutines <= 0 {
 		cfg.Goroutines = 4 * runtime.GOMAXPROCS(0)
@@ -157,20 +325,15 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	if cfg.MaxViolations <= 0 {
 		cfg.MaxViolations = 10
 	}
-	a, err := impl.New(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways})
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways})
 	if err != nil {
 		return nil, err
 	}
-	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
-	if err != nil {
-		return nil, err
-	}
-	defer other.Close()
-	snap := a.Snapshot()
-	s := &soak{cfg: cfg, a: a, other: other, m: oracle.New(snap.Base, snap.Size), start: time.Now()}
+	sh.MaxViolations = cfg.MaxViolations
+	s := &soak{cfg: cfg, sh: sh, start: time.Now()}
 	for g := range cfg.Goroutines {
-		w := &soakWorker{s: s, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(g))), inbox: make(chan soakObj, 64)}
-		if err := w.open(); err != nil {
+		w := &soakWorker{sh: sh, s: s, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(g))), inbox: make(chan SharedObj, 64)}
+		if w.c, w.id, err = sh.OpenCache(); err != nil {
 			return nil, err
 		}
 		s.workers = append(s.workers, w)
@@ -186,13 +349,12 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	for n := 1; ; n++ {
 		time.Sleep(cfg.CheckEvery)
 		done := time.Since(s.start) >= cfg.Duration || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
-			s.nviolations() >= cfg.MaxViolations
-		flush := n%cfg.FlushEvery == 0
+			len(sh.Violations()) >= cfg.MaxViolations
 		b := s.pause()
 		if done {
 			s.stop.Store(true)
 		}
-		s.check(rep, lead, flush)
+		s.check(rep, lead, n%cfg.FlushEvery == 0)
 		if cfg.Progress != nil && (time.Since(lastProgress) >= time.Second || done) {
 			lastProgress = time.Now()
 			cfg.Progress(s.progress(rep))
@@ -204,8 +366,8 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 		}
 	}
 	wg.Wait() // the workers free everything they own or received, and close
-	a.Flush()
-	s.record(CheckEmpty(a.Snapshot(), s.m))
+	sh.A.Flush()
+	sh.Record(CheckEmpty(sh.A.Snapshot(), sh.M)...)
 	rep.Checks++
 	s.sum(rep)
 	rep.Elapsed = time.Since(s.start)
@@ -213,11 +375,19 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 		lead[k].Class, lead[k].Size = k, spec.ClassSize(k)
 	}
 	rep.Lead = lead
-	if err := a.Close(); err != nil {
-		s.record([]*Violation{violation(spec.RuleEmpty, "Close after the soak: %v", err)})
+	sh.Close()
+	s.stamp()
+	for i, v := range sh.Violations() {
+		rep.Violations = append(rep.Violations, SoakViolation{Rule: v.Rule, Detail: v.Detail, Seed: cfg.Seed, At: s.at[i]})
 	}
-	rep.Violations = s.violations
 	return rep, nil
+}
+
+// stamp notes the time of the violations recorded since the last call.
+func (s *soak) stamp() {
+	for n := len(s.sh.Violations()); s.seen < n; s.seen++ {
+		s.at = append(s.at, time.Since(s.start))
+	}
 }
 
 // pause stops every worker at a barrier and returns it; the caller resumes them
@@ -239,18 +409,15 @@ func (s *soak) check(rep *SoakReport, lead []LeadObservation, flush bool) {
 		for _, w := range s.workers {
 			w.c.Flush()
 		}
-		s.a.Flush()
-	}
-	snap := s.a.Snapshot()
-	if flush {
-		s.record(CheckFlushed(snap, s.m))
+		s.sh.A.Flush()
 		rep.FlushChecks++
-	} else {
-		s.record(Check(snap, s.m))
 	}
+	s.sh.Check(flush)
+	s.stamp()
 	rep.Checks++
+	snap := s.sh.A.Snapshot()
 	for k := range spec.NumClasses {
-		if d := snap.Stats.Classes[k].Allocs - s.m.Counts(k).Allocs; d > lead[k].MaxLead {
+		if d := snap.Stats.Classes[k].Allocs - s.sh.M.Counts(k).Allocs; d > lead[k].MaxLead {
 			lead[k].MaxLead = d
 		}
 		lead[k].Bound = max(lead[k].Bound, uint64(len(snap.Caches)*min(32, spec.ClassObjects(k))))
@@ -262,7 +429,7 @@ func (s *soak) progress(rep *SoakReport) SoakProgress {
 	s.sum(&r)
 	return SoakProgress{
 		Elapsed: time.Since(s.start), Ops: r.Ops, Frees: r.Frees, RemoteFrees: r.RemoteFrees, OOMs: r.OOMs,
-		Checks: rep.Checks, Violations: s.nviolations(), Live: len(s.m.Live()),
+		Checks: rep.Checks, Violations: len(s.sh.Violations()), Live: len(s.sh.M.Live()),
 	}
 }
 
@@ -280,48 +447,7 @@ func (s *soak) sum(r *SoakReport) {
 		r.Reopens += w.reopen
 		r.SmallFrees += w.small
 	}
-	r.SBCacheMisses = s.a.Stats().SuperblockCacheMisses
-}
-
-func (s *soak) record(vs []*Violation) {
-	if len(vs) == 0 {
-		return
-	}
-	s.vmu.Lock()
-	defer s.vmu.Unlock()
-	for _, v := range vs {
-		if len(s.violations) < s.cfg.MaxViolations {
-			s.violations = append(s.violations, SoakViolation{Rule: v.Rule, Detail: v.Detail, Seed: s.cfg.Seed, At: time.Since(s.start)})
-		}
-	}
-}
-
-func (s *soak) nviolations() int {
-	s.vmu.Lock()
-	defer s.vmu.Unlock()
-	return len(s.violations)
-}
-
-func (w *soakWorker) violate(v *Violation) {
-	if v != nil {
-		w.s.record([]*Violation{v})
-	}
-}
-
-// open gives the worker a new cache and a new model ID.
-func (w *soakWorker) open() error {
-	c, err := w.s.a.NewCache()
-	if err != nil {
-		return err
-	}
-	w.s.mu.Lock()
-	w.id = w.s.nextID
-	w.s.nextID++
-	v := w.s.m.OpenCache(w.id)
-	w.s.mu.Unlock()
-	w.c = c
-	w.violate(v)
-	return nil
+	r.SBCacheMisses = s.sh.A.Stats().SuperblockCacheMisses
 }
 
 func (w *soakWorker) run() {
@@ -343,12 +469,7 @@ func (w *soakWorker) run() {
 	for len(w.inbox) > 0 {
 		w.free(<-w.inbox, true)
 	}
-	w.c.Flush()
-	err := w.c.Close()
-	w.s.mu.Lock()
-	v := w.s.m.CloseCache(w.id, Kind(err))
-	w.s.mu.Unlock()
-	w.violate(v)
+	w.sh.CloseCache(w.c, w.id)
 }
 
 func (w *soakWorker) step() {
@@ -374,10 +495,20 @@ func (w *soakWorker) step() {
 			}
 		}
 	case op < 999:
-		w.badFree()
+		var o *SharedObj
+		if len(w.mine) > 0 {
+			o = &w.mine[w.rng.IntN(len(w.mine))]
+		}
+		w.sh.BadFree(w.c, w.id, w.rng.IntN(3), w.rng.IntN(1<<16), o)
+		w.bad++
 	default:
 		if w.rng.IntN(4) == 0 {
-			w.reopenCache()
+			w.sh.CloseCache(w.c, w.id)
+			var err error
+			if w.c, w.id, err = w.sh.OpenCache(); err != nil {
+				w.sh.Record(violation(spec.RuleRefines, "NewCache: %v", err))
+			}
+			w.reopen++
 		}
 	}
 }
@@ -399,21 +530,13 @@ func (w *soakWorker) alloc() {
 	if w.rng.IntN(20) == 0 {
 		align = 16 << w.rng.IntN(9)
 	}
-	id := w.id
-	var b []byte
-	var err error
+	c := w.c
 	if w.rng.IntN(10) == 0 {
-		id = Front
+		c = nil // the goroutine-safe Allocator
 		w.front++
-		b, err = w.s.a.AllocAligned(n, align)
-	} else {
-		b, err = w.c.AllocAligned(n, align)
 	}
-	w.s.mu.Lock()
-	v := w.s.m.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err))
-	w.s.mu.Unlock()
-	w.violate(v)
-	if err != nil {
+	o, ok := w.sh.Alloc(c, w.id, n, align, byte(w.rng.IntN(255)+1))
+	if !ok {
 		w.oom++
 		for range len(w.mine) / 2 { // make room
 			w.freeOwn(w.rng.IntN(len(w.mine)))
@@ -421,13 +544,7 @@ func (w *soakWorker) alloc() {
 		return
 	}
 	w.allocs++
-	full := b[:cap(b)]
-	if !uniform(full, 0) {
-		w.violate(violation(spec.RuleZeroed, "Alloc(%d) = %#x is not zeroed", n, addr(b)))
-	}
-	f := byte(w.rng.IntN(255) + 1)
-	fillWith(full, f)
-	w.mine = append(w.mine, soakObj{b: b, fill: f, cache: id})
+	w.mine = append(w.mine, o)
 }
 
 // uniform reports whether every byte of b is x: b[0] == x and b equals itself
@@ -453,35 +570,19 @@ func (w *soakWorker) freeOwn(i int) {
 	w.free(o, false)
 }
 
-// free checks o's fill, takes it out of the model, then frees it: through the
-// worker's cache, or now and then the Allocator.
-func (w *soakWorker) free(o soakObj, received bool) {
-	if !uniform(o.b[:cap(o.b)], o.fill) {
-		w.violate(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", addr(o.b), o.fill))
-	}
-	id := w.id
+// free frees o through the worker's cache, or now and then the Allocator.
+func (w *soakWorker) free(o SharedObj, received bool) {
+	c := w.c
 	if w.rng.IntN(10) == 0 {
-		id = Front
-	}
-	w.s.mu.Lock()
-	v := w.s.m.Free(id, addr(o.b), oracle.OK)
-	w.s.mu.Unlock()
-	w.violate(v)
-	var err error
-	if id == Front {
+		c = nil
 		w.front++
-		err = w.s.a.Free(o.b)
-	} else {
-		err = w.c.Free(o.b)
 	}
-	if err != nil {
-		w.violate(violation(spec.RuleRefines, "Free of live object %#x: %v", addr(o.b), err))
-	}
+	w.sh.Free(c, w.id, o)
 	w.frees++
-	if received || o.cache != w.id {
+	if received || o.Cache != w.id {
 		w.remote++
 	}
-	if cap(o.b) <= spec.MaxSmall {
+	if cap(o.B) <= spec.MaxSmall {
 		w.small++
 	}
 }
@@ -500,54 +601,6 @@ func (w *soakWorker) handOff() {
 		w.handoff++
 	default:
 	}
-}
-
-// badFree makes a free that must fail with ErrInvalidPointer whatever other
-// goroutines do: an interior pointer of an object this worker holds, a Go heap
-// pointer, another Allocator's object. (Double frees need an address nobody can
-// reallocate meanwhile; the single-goroutine machines and fuzzers make them.)
-func (w *soakWorker) badFree() {
-	var b []byte
-	switch w.rng.IntN(3) {
-	case 0:
-		if len(w.mine) == 0 {
-			return
-		}
-		o := w.mine[w.rng.IntN(len(w.mine))].b
-		if cap(o) < 2 {
-			return
-		}
-		b = o[:cap(o)][1+w.rng.IntN(cap(o)-1):]
-	case 1:
-		b = make([]byte, 1+w.rng.IntN(64))
-	case 2:
-		o, err := w.s.other.Alloc(1 + w.rng.IntN(64))
-		if err != nil {
-			return
-		}
-		defer w.s.other.Free(o)
-		b = o
-	}
-	err := w.c.Free(b)
-	w.s.mu.Lock()
-	v := w.s.m.Free(w.id, uintptr(unsafe.Pointer(unsafe.SliceData(b))), Kind(err))
-	w.s.mu.Unlock()
-	w.violate(v)
-	w.bad++
-}
-
-// reopenCache closes the worker's cache (its superblocks become orphans that
-// remote frees still reach) and opens a new one.
-func (w *soakWorker) reopenCache() {
-	err := w.c.Close()
-	w.s.mu.Lock()
-	v := w.s.m.CloseCache(w.id, Kind(err))
-	w.s.mu.Unlock()
-	w.violate(v)
-	if err := w.open(); err != nil {
-		w.violate(violation(spec.RuleRefines, "NewCache: %v", err))
-	}
-	w.reopen++
 }
 
 // String prints a report as the refcheck summary table.

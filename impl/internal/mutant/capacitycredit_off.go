@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_capacitycredit
+
+package mutant
+
+const CapacityCredit = false

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_counterwrap
+
+package mutant
+
+const CounterWrap = false

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_nodoublefreecheck
+
+package mutant
+
+const NoDoubleFreeCheck = false

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_noflushdebit
+
+package mutant
+
+const NoFlushDebit = false

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_nozero
+
+package mutant
+
+const NoZero = false

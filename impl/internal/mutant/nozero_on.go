@@ -1,0 +1,6 @@
+//go:build refalloc_mutant_nozero
+
+package mutant
+
+// NoZero: a reused object is not zeroed (ZEROED).
+const NoZero = true

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_remoteintolocal
+
+package mutant
+
+const RemoteIntoLocal = false

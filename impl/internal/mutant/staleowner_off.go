@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_staleowner
+
+package mutant
+
+const StaleOwner = false

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_stalesbcache
+
+package mutant
+
+const StaleSBCache = false

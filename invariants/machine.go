@@ -1,0 +1,207 @@
+// The rapid state machine: several caches driven from one goroutine.
+
+package invariants
+
+import (
+	"pgregory.net/rapid"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// machine drives several caches of one Allocator from one goroutine, with a
+// small reservation so that superblocks are recycled across classes and owners
+// and the allocator runs out of memory, and checks every invariant after every
+// step (the "" action).
+type machine struct {
+	h *Harness
+}
+
+func newMachine(t *rapid.T) *machine {
+	opt := impl.Options{
+		Reserve:             rapid.SampledFrom([]int{16, 32, 64}).Draw(t, "superblocks") * spec.SuperblockSize,
+		SuperblockCacheWays: rapid.SampledFrom([]int{1, 16}).Draw(t, "ways"),
+	}
+	h, err := NewHarness(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machine{h: h}
+	for range 3 {
+		m.must(t, ignoreID(h.NewCache()))
+	}
+	return m
+}
+
+func ignoreID(_ int, err error) error { return err }
+
+func (m *machine) must(t *rapid.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cacheID draws an open cache, or the Allocator's own methods.
+func (m *machine) cacheID(t *rapid.T, label string) int {
+	ids := append([]int{Front}, m.h.Caches()...)
+	return rapid.SampledFrom(ids).Draw(t, label)
+}
+
+func drawSize(t *rapid.T) int {
+	return rapid.OneOf(
+		rapid.IntRange(0, 64),
+		rapid.IntRange(0, 1024),
+		rapid.IntRange(0, spec.MaxSmall),
+		rapid.SampledFrom([]int{8, 16, 48, 256, 4096, 21840, spec.MaxSmall}),
+		rapid.IntRange(spec.MaxSmall+1, 3*spec.SuperblockSize),
+	).Draw(t, "size")
+}
+
+func (m *machine) alloc(t *rapid.T) {
+	id := m.cacheID(t, "cache")
+	n := drawSize(t)
+	align := 1
+	if rapid.IntRange(0, 4).Draw(t, "aligned?") == 0 {
+		align = 1 << rapid.IntRange(0, spec.SuperblockShift).Draw(t, "alignShift")
+	}
+	m.must(t, m.h.Alloc(id, n, align))
+}
+
+func (m *machine) pickLive(t *rapid.T) (uintptr, bool) {
+	live := m.h.Live()
+	if len(live) == 0 {
+		return 0, false
+	}
+	return rapid.SampledFrom(live).Draw(t, "object"), true
+}
+
+func (m *machine) owner(a uintptr) int {
+	for _, id := range m.h.Caches() {
+		if id == m.h.Owner(a) {
+			return id
+		}
+	}
+	return Front
+}
+
+func (m *machine) free(t *rapid.T) {
+	if a, ok := m.pickLive(t); ok {
+		m.must(t, m.h.Free(m.owner(a), a))
+	}
+}
+
+func (m *machine) freeCross(t *rapid.T) {
+	a, ok := m.pickLive(t)
+	if !ok {
+		return
+	}
+	var others []int
+	for _, id := range append([]int{Front}, m.h.Caches()...) {
+		if id != m.h.Owner(a) {
+			others = append(others, id)
+		}
+	}
+	m.must(t, m.h.Free(rapid.SampledFrom(others).Draw(t, "freer"), a))
+}
+
+func (m *machine) freeBad(t *rapid.T) {
+	kind := rapid.IntRange(0, NumBad-1).Draw(t, "badKind")
+	m.must(t, m.h.FreeBad(m.cacheID(t, "cache"), kind, rapid.IntRange(0, 1<<20).Draw(t, "pick")))
+}
+
+func (m *machine) allocBad(t *rapid.T) {
+	id := m.cacheID(t, "cache")
+	switch rapid.IntRange(0, 2).Draw(t, "badAlloc") {
+	case 0:
+		m.must(t, m.h.Alloc(id, -rapid.IntRange(1, 1<<40).Draw(t, "neg"), 1))
+	case 1:
+		m.must(t, m.h.Alloc(id, rapid.IntRange(spec.MaxAlloc+1, spec.MaxAlloc*4).Draw(t, "huge"), 1))
+	case 2:
+		align := rapid.SampledFrom([]int{0, -8, 3, 24, 1000, 2 * spec.MaxAlign}).Draw(t, "badAlign")
+		m.must(t, m.h.Alloc(id, rapid.IntRange(0, 100).Draw(t, "n"), align))
+	}
+}
+
+func (m *machine) flush(t *rapid.T) { m.must(t, m.h.Flush(m.cacheID(t, "cache"))) }
+
+func (m *machine) flushAll(t *rapid.T) { m.must(t, m.h.FlushAll()) }
+
+func (m *machine) closeCache(t *rapid.T) {
+	if ids := m.h.Caches(); len(ids) > 1 {
+		m.must(t, m.h.CloseCache(rapid.SampledFrom(ids).Draw(t, "closing")))
+	}
+}
+
+func (m *machine) newCache(t *rapid.T) {
+	if len(m.h.Caches()) < 6 {
+		m.must(t, ignoreID(m.h.NewCache()))
+	}
+}
+
+// useClosed calls a closed cache: every call must return ErrClosed.
+func (m *machine) useClosed(t *rapid.T) {
+	var closed []int
+	open := map[int]bool{}
+	for _, id := range m.h.Caches() {
+		open[id] = true
+	}
+	for _, id := range m.h.AllIDs() {
+		if !open[id] {
+			closed = append(closed, id)
+		}
+	}
+	if len(closed) == 0 {
+		return
+	}
+	id := rapid.SampledFrom(closed).Draw(t, "closedCache")
+	switch rapid.IntRange(0, 3).Draw(t, "closedOp") {
+	case 0:
+		m.must(t, m.h.Alloc(id, drawSize(t), 1))
+	case 1:
+		if a, ok := m.pickLive(t); ok {
+			m.must(t, m.h.Free(id, a))
+		}
+	case 2:
+		m.must(t, m.h.CloseCache(id))
+	case 3:
+		m.must(t, m.h.Flush(id))
+	}
+}
+
+func (m *machine) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"alloc":      m.alloc,
+		"alloc2":     m.alloc,
+		"alloc3":     m.alloc,
+		"free":       m.free,
+		"free2":      m.free,
+		"freeCross":  m.freeCross,
+		"freeCross2": m.freeCross,
+		"freeBad":    m.freeBad,
+		"allocBad":   m.allocBad,
+		"flush":      m.flush,
+		"flushAll":   m.flushAll,
+		"closeCache": m.closeCache,
+		"newCache":   m.newCache,
+		"useClosed":  m.useClosed,
+		"": func(t *rapid.T) {
+			m.must(t, m.h.Check())
+		},
+	}
+}
+
+// RunMachine is the whole property, for rapid.Check and rapid.MakeFuzz: a
+// machine that drives several caches of one Allocator from one goroutine (alloc
+// of every size and alignment, local and cross-cache frees, bad frees of every
+// kind, flushes, cache close and open, calls on closed caches) in a reservation
+// of 16 to 64 superblocks, so that superblocks are recycled across classes and
+// owners and the allocator runs out of memory; every invariant runs after every
+// step (the "" action). Then everything is freed (EMPTY) and the Allocator
+// closed with nothing leaked.
+func RunMachine(t *rapid.T) {
+	m := newMachine(t)
+	t.Repeat(m.actions())
+	m.must(t, m.h.FreeAll())
+	m.must(t, m.h.Close())
+}
