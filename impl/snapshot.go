@@ -184,11 +184,11 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 	st.Orphan = sb.list == listOrphan
 	st.Objects = int(sb.objects())
 	st.Free = append([]uint32(nil), sb.free...)
+	st.Pending, st.RemoteTags = make([]uint32, len(sb.free)), make([]uint32, len(sb.free))
 	rs := sb.remote.Load()
 	for g := range sb.free {
 		w := rs.w[g].Load()
-		st.Pending = append(st.Pending, uint32(w))
-		st.RemoteTags = append(st.RemoteTags, uint32(w>>32))
+		st.Pending[g], st.RemoteTags[g] = uint32(w), uint32(w>>32)
 	}
 	st.NFree, st.LocalFreed = int(sb.nfree), int(sb.localFreed)
 	st.Notified = sb.notified.Load()
@@ -206,19 +206,20 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 }
 
 func (c *Cache) snapshot(front bool) CacheState {
-	cs := CacheState{ID: c.id, Front: front, DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load()}
+	cs := CacheState{
+		ID: c.id, Front: front, DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(),
+		Current: make([]int, len(c.cls)), Allocs: make([]uint64, len(c.cls)), Frees: make([]uint64, len(c.cls)),
+	}
 	for k := range c.cls {
 		cc := &c.cls[k]
-		cur := -1
+		cs.Current[k] = -1
 		if cc.sb != nil {
-			cur = int(cc.sb.idx)
+			cs.Current[k] = int(cc.sb.idx)
 		}
-		cs.Current = append(cs.Current, cur)
 		if cc.bits != 0 {
 			cs.Held = append(cs.Held, HeldGroup{Class: k, Superblock: int(cc.sb.idx), Group: int(cc.group), Bits: cc.bits})
 		}
-		cs.Allocs = append(cs.Allocs, c.pub[k].allocs.Load())
-		cs.Frees = append(cs.Frees, c.pub[k].frees.Load())
+		cs.Allocs[k], cs.Frees[k] = c.pub[k].allocs.Load(), c.pub[k].frees.Load()
 	}
 	for w := 0; w <= int(c.wayMask); w++ {
 		e := &c.sbc[w]

@@ -1,0 +1,191 @@
+// Concurrent programs: the bytes choose a schedule for several goroutines.
+
+package fuzz
+
+import (
+	"errors"
+	"math/rand/v2"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Workers is the number of goroutines a concurrent program drives.
+const Workers = 3
+
+// StepSize is the size of one step of a concurrent program: who, op, a, b.
+const StepSize = 4
+
+// Concurrent step operations (op % NumCOps).
+const (
+	COpAlloc   = iota // who allocates a size chosen by a, b
+	COpFree           // who frees one of its objects (a picks)
+	COpSend           // who hands one of its objects (a picks) to worker b
+	COpReceive        // who frees an object it was handed
+	COpFlush          // who flushes its cache
+	COpReopen         // who closes its cache and opens a new one
+	COpBurst          // every worker runs a random ops at once, seeded by b
+	COpBarrier        // all idle: check a snapshot (after a full flush when a is odd)
+	NumCOps
+)
+
+type cworker struct {
+	sh    *invariants.Shared
+	c     *impl.Cache
+	id    int
+	mine  []invariants.SharedObj
+	inbox chan invariants.SharedObj
+	run   chan func()
+	done  chan struct{}
+	fill  byte
+}
+
+// RunConcurrent runs a concurrent program: Workers goroutines, each with its own
+// cache, execute the steps one at a time in the order the bytes give (a
+// deterministic interleaving of real goroutines, so every handoff makes real
+// cross-goroutine remote frees), except bursts, where all of them run at once.
+// The Model is updated in the safe order (invariants.Shared); barriers check a
+// snapshot, and the end checks EMPTY. It returns the first violation.
+func RunConcurrent(data []byte) error {
+	opt := impl.Options{Reserve: 32 * spec.SuperblockSize}
+	if len(data) > 0 && data[0]&1 != 0 {
+		opt.SuperblockCacheWays = 1
+	}
+	sh, err := invariants.NewShared(opt)
+	if err != nil {
+		return err
+	}
+	ws := make([]*cworker, Workers)
+	for i := range ws {
+		w := &cworker{sh: sh, inbox: make(chan invariants.SharedObj, 1024), run: make(chan func()), done: make(chan struct{})}
+		if w.c, w.id, err = sh.OpenCache(); err != nil {
+			return err
+		}
+		go w.loop()
+		ws[i] = w
+	}
+	on := func(w *cworker, f func()) { w.run <- f; <-w.done }
+	if len(data) > 0 {
+		data = data[1:]
+	}
+	for ; len(data) >= StepSize; data = data[StepSize:] {
+		w, op, a, b := ws[int(data[0])%Workers], int(data[1])%NumCOps, int(data[2]), int(data[3])
+		switch op {
+		case COpBurst:
+			for i, x := range ws {
+				x.run <- func() { x.burst(ws, a%32, uint64(b)<<8|uint64(i)) }
+			}
+			for _, x := range ws {
+				<-x.done
+			}
+		case COpBarrier:
+			if a&1 != 0 {
+				for _, x := range ws {
+					x.c.Flush() // every worker is idle: the channels order these
+				}
+				sh.A.Flush()
+			}
+			sh.Check(a&1 != 0)
+		default:
+			on(w, func() { w.do(ws, op, a, b) })
+		}
+		if len(sh.Violations()) > 0 {
+			break
+		}
+	}
+	for _, w := range ws {
+		on(w, w.freeAll)
+	}
+	for _, w := range ws {
+		on(w, func() { w.sh.CloseCache(w.c, w.id) })
+		close(w.run)
+	}
+	sh.A.Flush()
+	sh.Record(invariants.CheckEmpty(sh.A.Snapshot(), sh.M)...)
+	sh.Close()
+	var errs []error
+	for _, v := range sh.Violations() {
+		errs = append(errs, v)
+	}
+	return errors.Join(errs...)
+}
+
+func (w *cworker) loop() {
+	for f := range w.run {
+		f()
+		w.done <- struct{}{}
+	}
+}
+
+func (w *cworker) do(ws []*cworker, op, a, b int) {
+	switch op {
+	case COpAlloc:
+		n := (a | b<<8) % (spec.MaxSmall + 1)
+		if b&0xc0 == 0xc0 {
+			n = spec.MaxSmall + 1 + a*512
+		}
+		w.fill++
+		if o, ok := w.sh.Alloc(w.c, w.id, n, 1, w.fill|1); ok {
+			w.mine = append(w.mine, o)
+		}
+	case COpFree:
+		if len(w.mine) > 0 {
+			w.freeMine(a % len(w.mine))
+		}
+	case COpSend:
+		if len(w.mine) > 0 {
+			i := a % len(w.mine)
+			select {
+			case ws[b%len(ws)].inbox <- w.mine[i]:
+				w.mine = append(w.mine[:i], w.mine[i+1:]...)
+			default:
+			}
+		}
+	case COpReceive:
+		select {
+		case o := <-w.inbox:
+			w.sh.Free(w.c, w.id, o)
+		default:
+		}
+	case COpFlush:
+		w.c.Flush()
+	case COpReopen:
+		w.sh.CloseCache(w.c, w.id)
+		var err error
+		if w.c, w.id, err = w.sh.OpenCache(); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (w *cworker) freeMine(i int) {
+	o := w.mine[i]
+	w.mine = append(w.mine[:i], w.mine[i+1:]...)
+	w.sh.Free(w.c, w.id, o)
+}
+
+// burst runs n random operations while the other workers do the same.
+func (w *cworker) burst(ws []*cworker, n int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for range n {
+		op := []int{COpAlloc, COpAlloc, COpFree, COpSend, COpReceive, COpReceive}[rng.IntN(6)]
+		w.do(ws, op, rng.IntN(256), rng.IntN(192))
+	}
+}
+
+// freeAll frees what the worker owns and was handed; RunConcurrent calls it
+// after the last step, when nobody sends any more.
+func (w *cworker) freeAll() {
+	for len(w.mine) > 0 {
+		w.freeMine(len(w.mine) - 1)
+	}
+	for {
+		select {
+		case o := <-w.inbox:
+			w.sh.Free(w.c, w.id, o)
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,243 @@
+// Package fuzz holds refalloc's native Go fuzz targets and the program format
+// they decode bytes into.
+//
+// A program is a header byte (the reservation size and the superblock-cache
+// ways) followed by fixed-size commands of CmdSize bytes: op (its low four
+// bits), cache, size (two bytes), align, victim (two bytes), flags. Unknown
+// opcodes (11 to 15) are skipped and
+// trailing bytes ignored, the shape of Go's own map fuzz test, so that every
+// input is a valid program and the fuzzer is never boxed in. Encode and Decode
+// are inverse on programs of known opcodes (TestProgramRoundTrip).
+package fuzz
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// CmdSize is the size of one encoded command.
+const CmdSize = 8
+
+// MaxCmds bounds a program, so that one input stays fast enough to fuzz.
+const MaxCmds = 256
+
+// Op is a command's operation.
+type Op uint8
+
+const (
+	OpAlloc        Op = iota // Alloc(size) on a cache
+	OpAllocAligned           // AllocAligned(size, 1<<align)
+	OpFreeLocal              // free a live object on the cache that allocated it
+	OpFreeCross              // free a live object on another cache
+	OpFreeBad                // a bad free of kind align%NumBad
+	OpFlush                  // flush a cache
+	OpFlushAll               // flush every cache, check STATS-EXACT
+	OpCloseCache             // close a cache
+	OpNewCache               // open a cache
+	OpAllocBad               // negative, too large, or badly aligned
+	OpUseClosed              // call a closed cache
+	NumOps
+)
+
+var opNames = [...]string{"alloc", "allocAligned", "freeLocal", "freeCross", "freeBad", "flush", "flushAll", "closeCache", "newCache", "allocBad", "useClosed"}
+
+func (o Op) String() string {
+	if o < NumOps {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// Cmd is one command, its fields as encoded; Run gives them meaning.
+type Cmd struct {
+	Op     Op
+	Cache  uint8
+	Size   uint16
+	Align  uint8
+	Victim uint16
+	Flags  uint8
+}
+
+// Program is a header and commands.
+type Program struct {
+	Header uint8 // bits 0-1: reservation of 16<<n superblocks; bit 2: one way
+	Cmds   []Cmd
+}
+
+// Decode reads a program: header byte, then whole commands, at most MaxCmds;
+// unknown opcodes are skipped, trailing bytes ignored. An empty input is an
+// empty program.
+func Decode(data []byte) Program {
+	var p Program
+	if len(data) == 0 {
+		return p
+	}
+	p.Header, data = data[0], data[1:]
+	for ; len(data) >= CmdSize && len(p.Cmds) < MaxCmds; data = data[CmdSize:] {
+		c := Cmd{
+			Op:     Op(data[0] & 0x0f),
+			Cache:  data[1],
+			Size:   binary.LittleEndian.Uint16(data[2:]),
+			Align:  data[4],
+			Victim: binary.LittleEndian.Uint16(data[5:]),
+			Flags:  data[7],
+		}
+		if c.Op < NumOps {
+			p.Cmds = append(p.Cmds, c)
+		}
+	}
+	return p
+}
+
+// Encode writes a program in the format Decode reads.
+func Encode(p Program) []byte {
+	out := []byte{p.Header}
+	for _, c := range p.Cmds {
+		var b [CmdSize]byte
+		b[0], b[1] = byte(c.Op), c.Cache
+		binary.LittleEndian.PutUint16(b[2:], c.Size)
+		b[4] = c.Align
+		binary.LittleEndian.PutUint16(b[5:], c.Victim)
+		b[7] = c.Flags
+		out = append(out, b[:]...)
+	}
+	return out
+}
+
+// Options is the allocator configuration a header selects.
+func (p Program) Options() impl.Options {
+	ways := 16
+	if p.Header&4 != 0 {
+		ways = 1
+	}
+	return impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways}
+}
+
+// size gives a command's size: Flags bits 0-1 choose the range (tiny, small,
+// any small class, large), so every range is a byte away.
+func (c Cmd) size() int {
+	switch c.Flags & 3 {
+	case 0:
+		return int(c.Size) % 257
+	case 1:
+		return int(c.Size) % 4097
+	case 2:
+		return int(c.Size) % (spec.MaxSmall + 1)
+	}
+	return spec.MaxSmall + 1 + int(c.Size)*4
+}
+
+// Run executes p against an Allocator and the Model through a Harness that runs
+// every invariant after every command, then frees everything (EMPTY) and closes
+// the Allocator with nothing leaked. It returns the first violation.
+func Run(p Program) error {
+	h, err := invariants.NewHarness(p.Options())
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	h.CheckEachStep = true
+	for range 3 {
+		if _, err := h.NewCache(); err != nil {
+			return err
+		}
+	}
+	for i, c := range p.Cmds {
+		if err := step(h, c); err != nil {
+			return fmt.Errorf("command %d (%v %+v): %w", i, c.Op, c, err)
+		}
+	}
+	if err := h.FreeAll(); err != nil {
+		return fmt.Errorf("after the program: %w", err)
+	}
+	return h.Close()
+}
+
+// cache picks an open cache, or Front, by sel.
+func cache(h *invariants.Harness, sel uint8) int {
+	ids := h.Caches()
+	if i := int(sel) % (len(ids) + 1); i < len(ids) {
+		return ids[i]
+	}
+	return invariants.Front
+}
+
+func step(h *invariants.Harness, c Cmd) error {
+	id := cache(h, c.Cache)
+	live := h.Live()
+	switch c.Op {
+	case OpAlloc:
+		return h.Alloc(id, c.size(), 1)
+	case OpAllocAligned:
+		return h.Alloc(id, c.size(), 1<<(c.Align%(spec.SuperblockShift+1)))
+	case OpFreeLocal, OpFreeCross:
+		if len(live) == 0 {
+			return nil
+		}
+		a := live[int(c.Victim)%len(live)]
+		owner := h.Owner(a)
+		if h.Cache(owner) == nil {
+			owner = invariants.Front
+		}
+		if c.Op == OpFreeCross && id == owner {
+			id = cache(h, c.Cache+1)
+		}
+		if c.Op == OpFreeLocal {
+			id = owner
+		}
+		return h.Free(id, a)
+	case OpFreeBad:
+		return h.FreeBad(id, int(c.Align)%invariants.NumBad, int(c.Victim)|int(c.Flags)<<16)
+	case OpFlush:
+		return h.Flush(id)
+	case OpFlushAll:
+		return h.FlushAll()
+	case OpCloseCache:
+		if id != invariants.Front && len(h.Caches()) > 1 {
+			return h.CloseCache(id)
+		}
+	case OpNewCache:
+		if len(h.Caches()) < 6 {
+			_, err := h.NewCache()
+			return err
+		}
+	case OpAllocBad:
+		switch c.Align % 3 {
+		case 0:
+			return h.Alloc(id, -1-int(c.Size), 1)
+		case 1:
+			return h.Alloc(id, spec.MaxAlloc+1+int(c.Size), 1)
+		default:
+			return h.Alloc(id, int(c.Size)%100, 3+2*int(c.Victim%100))
+		}
+	case OpUseClosed:
+		closed := closedIDs(h)
+		if len(closed) == 0 {
+			return nil
+		}
+		cid := closed[int(c.Victim)%len(closed)]
+		if c.Align&1 == 0 || len(live) == 0 {
+			return h.Alloc(cid, c.size(), 1)
+		}
+		return h.Free(cid, live[int(c.Victim)%len(live)])
+	}
+	return nil
+}
+
+func closedIDs(h *invariants.Harness) []int {
+	open := map[int]bool{}
+	for _, id := range h.Caches() {
+		open[id] = true
+	}
+	var ids []int
+	for _, id := range h.AllIDs() {
+		if !open[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
