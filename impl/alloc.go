@@ -87,6 +87,10 @@ type Options struct {
 	OnError func(error)
 	// HeapBackend forces the Go-heap backend even outside -race builds.
 	HeapBackend bool
+	// Retain is how many bytes of empty superblocks (and freed large runs) the
+	// pool keeps committed, ready for reuse, before it returns memory to the OS
+	// (madvise). 0 means 32 MiB; a negative value returns memory at once.
+	Retain int
 }
 
 // publishBatch bounds the unpublished local frees of one superblock (STATS-LAG).
@@ -122,6 +126,7 @@ type Allocator struct {
 	orphans [spec.NumClasses]*superblock // orphaned superblocks by class
 	large   LargeStats
 	counts  sbCounts
+	retain  int // superblocks the pool keeps committed (Options.Retain)
 	// orphanNotify is the notification stack of orphaned superblocks; drained
 	// under mu.
 	orphanNotify atomic.Pointer[superblock]
@@ -139,6 +144,8 @@ type run struct{ start, n uint32 }
 
 type sbCounts struct {
 	small, large, orphaned int
+	committed              int // dirty superblocks anywhere
+	dirtyPooled            int // dirty superblocks in the pool
 }
 
 // New reserves the address space and returns an Allocator.
@@ -168,6 +175,13 @@ func New(opt Options) (*Allocator, error) {
 		return nil, fmt.Errorf("%w: %w", ErrOutOfMemory, err)
 	}
 	nsb := uint32(reserve >> spec.SuperblockShift)
+	retain := opt.Retain
+	switch {
+	case retain == 0:
+		retain = 32 << 20
+	case retain < 0:
+		retain = 0
+	}
 	a := &Allocator{
 		base:   uintptr(p),
 		start:  p,
@@ -179,6 +193,7 @@ func New(opt Options) (*Allocator, error) {
 		top:    make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
 		runs:   []run{{0, nsb}},
 		caches: map[*Cache]struct{}{},
+		retain: retain >> spec.SuperblockShift,
 	}
 	a.front.init(a)
 	return a, nil
@@ -269,6 +284,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 		return nil
 	}
 	sb := a.header(i)
+	a.takeDirty(sb)
 	gen, _, _ := unpackMeta(sb.meta.Load())
 	groups := (spec.ClassObjects(k) + 31) / 32
 	// Order matters to a concurrent fill (fillEntry): the remote set, then the
@@ -276,6 +292,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	// period of a superblock starts with the generation its release gave it.
 	sb.ensureRemote(groups, gen)
 	sb.initSmall(k)
+	sb.dirty = true
 	sb.owner.Store(c)
 	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
 	a.counts.small++
@@ -314,6 +331,86 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	sb.list = listNone
 	a.counts.small--
 	a.putRun(sb.idx, 1)
+	a.pooled(1)
+}
+
+// takeDirty accounts for a superblock leaving the pool: it will be used, so it
+// counts as committed from now on. Under a.mu.
+func (a *Allocator) takeDirty(sb *superblock) {
+	if sb.dirty {
+		a.counts.dirtyPooled--
+	} else {
+		a.counts.committed++
+	}
+}
+
+// pooled accounts for n used (dirty) superblocks entering the pool, and returns
+// memory to the OS when the pool holds more than Options.Retain: down to half of
+// it, so that a workload oscillating around the limit does not madvise on every
+// release. Under a.mu.
+func (a *Allocator) pooled(n int) {
+	a.counts.dirtyPooled += n
+	if a.counts.dirtyPooled > a.retain {
+		a.decommitPool(a.retain / 2)
+	}
+}
+
+// decommitPool gives dirty pooled superblocks back to the OS, highest address
+// first (allocation takes the lowest first), until at most keep remain.
+// Contiguous ones go in one madvise. Under a.mu.
+func (a *Allocator) decommitPool(keep int) error {
+	for r := len(a.runs) - 1; r >= 0 && a.counts.dirtyPooled > keep; r-- {
+		// Walk the run down from its top, gathering a dirty stretch [lo, hi).
+		run := a.runs[r]
+		lo, hi := run.start+run.n, run.start+run.n
+		for lo > run.start && a.counts.dirtyPooled-int(hi-lo) > keep {
+			if sb := a.lookup(uintptr(lo - 1)); sb != nil && sb.dirty {
+				lo--
+				continue
+			}
+			if err := a.decommit(lo, hi); err != nil {
+				return err
+			}
+			lo--
+			hi = lo
+		}
+		if err := a.decommit(lo, hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decommit returns the pooled dirty superblocks [lo, hi) to the OS; they read
+// as zero afterwards, so they count as fresh. Under a.mu.
+func (a *Allocator) decommit(lo, hi uint32) error {
+	if lo >= hi {
+		return nil
+	}
+	p := unsafe.Add(a.start, uintptr(lo)<<spec.SuperblockShift)
+	if err := a.be.decommit(p, uintptr(hi-lo)<<spec.SuperblockShift); err != nil {
+		return fmt.Errorf("refalloc: returning memory to the OS: %w", err)
+	}
+	for i := lo; i < hi; i++ {
+		a.lookup(uintptr(i)).dirty = false
+	}
+	n := int(hi - lo)
+	a.counts.dirtyPooled -= n
+	a.counts.committed -= n
+	return nil
+}
+
+// Trim flushes the Allocator's own caches and returns to the OS every empty
+// superblock and freed large run the pool holds. Caches made with NewCache keep
+// what they hold until their owners flush or close them.
+func (a *Allocator) Trim() error {
+	if a.closed.Load() {
+		return ErrClosed
+	}
+	a.Flush()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.decommitPool(0)
 }
 
 // lateDouble records a double free found after the call that made it returned

@@ -27,6 +27,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	dirty := false
 	for j := i; j < i+m; j++ {
 		sb := a.header(j)
+		a.takeDirty(sb)
 		gen, _, _ := unpackMeta(sb.meta.Load())
 		dirty = dirty || sb.dirty
 		sb.dirty = true
@@ -78,6 +79,7 @@ func (a *Allocator) freeLarge(off uintptr) error {
 	a.large.LiveBytes -= uint64(head.usable)
 	a.counts.large -= int(m)
 	a.putRun(head.idx, m)
+	a.pooled(int(m))
 	return nil
 }
 

@@ -40,9 +40,15 @@ type Stats struct {
 	// freeing cache's superblock cache and read the header (a stale entry
 	// refreshed counts too); 1 - misses/frees is the hit rate.
 	SuperblockCacheMisses uint64
-	// Reserved is the address space reserved; SmallSuperblocks, LargeSuperblocks
-	// and OrphanedSuperblocks count superblocks in use by each kind.
-	Reserved                                                uint64
+	// Reserved is the address space reserved. Committed is the memory that may be
+	// resident: every superblock used since it was last fresh (an upper bound on
+	// what the kernel has committed to the reservation; Trim brings it down to
+	// the superblocks in use). InUse is the memory of superblocks in use (small or
+	// large); the rest of Committed is empty superblocks the pool keeps for reuse
+	// (Options.Retain).
+	Reserved, Committed, InUse uint64
+	// SmallSuperblocks, LargeSuperblocks and OrphanedSuperblocks count
+	// superblocks in use by each kind.
 	SmallSuperblocks, LargeSuperblocks, OrphanedSuperblocks int
 }
 
@@ -80,6 +86,8 @@ func (a *Allocator) Stats() Stats {
 	a.mu.Lock()
 	s.Large = a.large
 	s.SmallSuperblocks, s.LargeSuperblocks, s.OrphanedSuperblocks = a.counts.small, a.counts.large, a.counts.orphaned
+	s.Committed = uint64(a.counts.committed) << spec.SuperblockShift
+	s.InUse = uint64(a.counts.small+a.counts.large) << spec.SuperblockShift
 	a.mu.Unlock()
 	return s
 }

@@ -72,7 +72,7 @@ type superblock struct {
 	idx    uint32
 	runLen uint32  // large head: superblocks in the run
 	usable uintptr // large head: usable bytes
-	dirty  bool    // memory may be nonzero (used since it was last fresh)
+	dirty  bool    // used since it was last fresh: may be committed and nonzero
 }
 
 // Lists a superblock can be on (superblock.list).
@@ -111,7 +111,6 @@ func (sb *superblock) initSmall(k int) {
 	} else {
 		sb.zeroedFrom = 0
 	}
-	sb.dirty = true
 }
 
 // objects is the number of objects of the superblock's class.
