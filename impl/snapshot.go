@@ -32,6 +32,7 @@ type Snapshot struct {
 	SuperblockSize int
 	PublishBatch   int // the STATS-LAG batch: bound on a superblock's LocalFreed
 	Ways           int // entries of each cache's superblock cache
+	Retain         int // bytes of empty superblocks the pool keeps committed
 	Stats          Stats
 	Superblocks    []SuperblockState // every header ever used, by index
 	Caches         []CacheState      // the open caches, by ID
@@ -51,6 +52,7 @@ type SuperblockState struct {
 	// Owner is the owning cache's ID; -1 for an orphan or when not small.
 	Owner   int
 	Orphan  bool
+	Dirty   bool // used since it was last fresh (counted in Stats.Committed)
 	Current bool // the current superblock of its class in its owner
 	Objects int
 	// Free and Pending are the free bitmap and the pending remote frees, one
@@ -117,7 +119,7 @@ func (a *Allocator) Snapshot() *Snapshot { return a.snapshot() }
 func (a *Allocator) snapshot() *Snapshot {
 	s := &Snapshot{
 		Base: a.base, Size: a.size, SuperblockSize: spec.SuperblockSize,
-		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(),
+		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << spec.SuperblockShift,
 	}
 	a.regMu.Lock()
 	caches := make([]*Cache, 0, len(a.caches))
@@ -153,7 +155,7 @@ func (a *Allocator) snapshot() *Snapshot {
 			}
 			st := SuperblockState{
 				Index: int(sb.idx), Addr: a.base + uintptr(sb.idx)<<spec.SuperblockShift,
-				State: SBState(state), Gen: gen, Class: -1, Owner: -1,
+				State: SBState(state), Gen: gen, Class: -1, Owner: -1, Dirty: sb.dirty,
 			}
 			switch {
 			case k < spec.NumClasses:

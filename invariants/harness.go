@@ -383,6 +383,16 @@ func (h *Harness) FlushAll() error {
 	return join(CheckFlushed(h.A.Snapshot(), h.M))
 }
 
+// Trim returns empty memory to the OS (impl.Allocator.Trim).
+func (h *Harness) Trim() error {
+	err := h.A.Trim()
+	h.LastErr = err
+	if h.M.Closed() != (Kind(err) == oracle.Closed) || err != nil && Kind(err) != oracle.Closed {
+		return violation(spec.RuleRefines, "Trim: %v", err)
+	}
+	return h.step(nil)
+}
+
 // CloseCache closes cache id.
 func (h *Harness) CloseCache(id int) error {
 	c := h.caches[id]

@@ -161,6 +161,7 @@ func Check(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	vs = append(vs, badFrees(s, sbs, m)...)
 	vs = append(vs, coherent(s, sbs)...)
 	vs = append(vs, noOverlap(s)...)
+	vs = append(vs, memAccount(s)...)
 	// STATS-LEAD and STATS-LAG bounds, LARGE-EXACT, bad-free counts:
 	vs = append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), false)...)
 	return vs
@@ -377,6 +378,38 @@ func noOverlap(s *impl.Snapshot) []*Violation {
 		if align := live[a] & -live[a]; live[a] <= spec.MaxSmall && (a-s.Base)%uintptr(min(align, s.SuperblockSize)) != 0 {
 			vs = append(vs, violation(spec.RuleAlign, "object %#x of %d bytes is not %d-aligned", a, live[a], align))
 		}
+	}
+	return vs
+}
+
+// memAccount (MEM-ACCOUNT): Committed counts exactly the superblocks used since
+// they were last fresh, InUse the superblocks in use, every superblock in use is
+// counted as committed, and the pool keeps no more committed than Retain.
+func memAccount(s *impl.Snapshot) []*Violation {
+	var vs []*Violation
+	var dirty, inUse, dirtyPooled int
+	for _, st := range s.Superblocks {
+		used := st.State == impl.SBSmall || st.State == impl.SBLargeHead || st.State == impl.SBLargeTail
+		if st.Dirty {
+			dirty++
+		}
+		if used {
+			inUse++
+			if !st.Dirty {
+				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
+			}
+		} else if st.Dirty {
+			dirtyPooled++
+		}
+	}
+	sbs := uint64(s.SuperblockSize)
+	switch {
+	case s.Stats.Committed != uint64(dirty)*sbs:
+		vs = append(vs, violation(spec.RuleMemAccount, "Committed %d, %d superblocks were used since fresh", s.Stats.Committed, dirty))
+	case s.Stats.InUse != uint64(inUse)*sbs:
+		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d superblocks are in use", s.Stats.InUse, inUse))
+	case dirtyPooled*s.SuperblockSize > s.Retain:
+		vs = append(vs, violation(spec.RuleMemAccount, "the pool keeps %d committed superblocks, Retain is %d bytes", dirtyPooled, s.Retain))
 	}
 	return vs
 }

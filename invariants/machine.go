@@ -21,6 +21,9 @@ func newMachine(t *rapid.T) *machine {
 	opt := impl.Options{
 		Reserve:             rapid.SampledFrom([]int{16, 32, 64}).Draw(t, "superblocks") * spec.SuperblockSize,
 		SuperblockCacheWays: rapid.SampledFrom([]int{1, 16}).Draw(t, "ways"),
+		// Retain: keep everything (the default, 32 MiB), a few superblocks,
+		// or return memory at once: superblocks come back fresh from the OS.
+		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),
 	}
 	h, err := NewHarness(opt)
 	if err != nil {
@@ -127,6 +130,8 @@ func (m *machine) flush(t *rapid.T) { m.must(t, m.h.Flush(m.cacheID(t, "cache"))
 
 func (m *machine) flushAll(t *rapid.T) { m.must(t, m.h.FlushAll()) }
 
+func (m *machine) trim(t *rapid.T) { m.must(t, m.h.Trim()) }
+
 func (m *machine) closeCache(t *rapid.T) {
 	if ids := m.h.Caches(); len(ids) > 1 {
 		m.must(t, m.h.CloseCache(rapid.SampledFrom(ids).Draw(t, "closing")))
@@ -182,6 +187,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"allocBad":   m.allocBad,
 		"flush":      m.flush,
 		"flushAll":   m.flushAll,
+		"trim":       m.trim,
 		"closeCache": m.closeCache,
 		"newCache":   m.newCache,
 		"useClosed":  m.useClosed,

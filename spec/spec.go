@@ -49,6 +49,7 @@ const (
 	RuleRefines       = "REFINES"
 	RuleOOMReal       = "OOM-REAL"
 	RuleLargeExact    = "LARGE-EXACT"
+	RuleMemAccount    = "MEM-ACCOUNT"
 )
 
 // sizeToClass8[(n+7)/8] is the smallest class holding n bytes, n <= MaxSmall.

@@ -1,0 +1,12 @@
+module github.com/refalloc/refalloc/bench
+
+go 1.26.8
+
+require github.com/refalloc/refalloc v0.0.0
+
+require (
+	golang.org/x/sys v0.50.0 // indirect
+	modernc.org/memory v1.12.1 // indirect
+)
+
+replace github.com/refalloc/refalloc => ../

@@ -1,0 +1,95 @@
+package impl_test
+
+import (
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// resident is the number of bytes of the reservation the kernel has resident,
+// read with mincore(2) (the kernel's view of what is committed). obj is any object of a, to derive the reservation.
+func resident(t *testing.T, a *impl.Allocator, obj []byte) uint64 {
+	t.Helper()
+	s := a.Snapshot()
+	p := unsafe.Pointer(unsafe.SliceData(obj))
+	base := unsafe.Add(p, -int(uintptr(p)-s.Base))
+	page := unix.Getpagesize()
+	vec := make([]byte, int(s.Size)/page)
+	// x/sys/unix has no wrapper for mincore on Linux: the raw call.
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(base), s.Size, uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	var n uint64
+	for _, v := range vec {
+		n += uint64(v & 1)
+	}
+	return n * uint64(page)
+}
+
+// TestCommittedMatchesKernel (MEM-ACCOUNT): Stats.Committed bounds what the
+// kernel has resident in the reservation, memory freed past Options.Retain goes
+// back at once, and Trim returns all the rest: after it the kernel holds
+// nothing of a reservation whose objects were all freed.
+func TestCommittedMatchesKernel(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the -race backend is a Go-heap arena, not an mmap reservation")
+	}
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: 8 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	anchor, err := c.Alloc(16) // keeps one superblock in use, and locates the reservation
+	must(t, err)
+	check := func(step string, minResident uint64) {
+		t.Helper()
+		s, r := a.Stats(), resident(t, a, anchor)
+		t.Logf("%-28s resident %6d KiB  committed %6d KiB  in use %6d KiB", step, r>>10, s.Committed>>10, s.InUse>>10)
+		if r > s.Committed || r < minResident || s.InUse > s.Committed {
+			t.Fatalf("%s: resident %d, Committed %d, InUse %d, want resident in [%d, Committed]", step, r, s.Committed, s.InUse, minResident)
+		}
+	}
+	check("fresh", 0)
+	var objs [][]byte
+	for range 4096 { // 16 MiB of 4 KiB objects, every page touched
+		b, err := c.Alloc(4096)
+		must(t, err)
+		b[0], b[4095] = 1, 1
+		objs = append(objs, b)
+	}
+	big, err := c.Alloc(4 << 20)
+	must(t, err)
+	for i := 0; i < len(big); i += 4096 {
+		big[i] = 1
+	}
+	check("allocated 20 MiB", 20<<20)
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	must(t, c.Free(big))
+	c.Flush()
+	// 20 MiB of empty superblocks, Retain 8 MiB: the pool returned memory down
+	// to half of Retain as soon as it held more than Retain.
+	check("freed, 8 MiB retained", 0)
+	if s := a.Stats(); s.Committed-s.InUse > 8<<20 {
+		t.Fatalf("the pool keeps %d bytes, Retain is 8 MiB", s.Committed-s.InUse)
+	}
+	must(t, a.Trim())
+	check("after Trim", 0)
+	if s, r := a.Stats(), resident(t, a, anchor); s.Committed != s.InUse || r > uint64(spec.SuperblockSize) {
+		t.Fatalf("after Trim: Committed %d InUse %d resident %d; only the anchor's superblock should remain", s.Committed, s.InUse, r)
+	}
+	// Fresh again: reused memory must still read zero (ZEROED without clearing).
+	b, err := c.Alloc(4 << 20)
+	must(t, err)
+	for i := 0; i < len(b); i += 512 {
+		if b[i] != 0 {
+			t.Fatalf("byte %d of a large object from decommitted memory is %d", i, b[i])
+		}
+	}
+	must(t, c.Free(b))
+	must(t, c.Free(anchor))
+}
