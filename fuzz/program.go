@@ -64,7 +64,7 @@ type Cmd struct {
 
 // Program is a header and commands.
 type Program struct {
-	Header uint8 // bits 0-1: reservation of 16<<n superblocks; bit 2: one way
+	Header uint8 // bits 0-1: reservation of 16<<n superblocks; bit 2: one way; bit 3: debug mode
 	Cmds   []Cmd
 }
 
@@ -114,7 +114,7 @@ func (p Program) Options() impl.Options {
 	if p.Header&4 != 0 {
 		ways = 1
 	}
-	return impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways}
+	return impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
 }
 
 // size gives a command's size: Flags bits 0-1 choose the range (tiny, small,

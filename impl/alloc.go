@@ -87,6 +87,13 @@ type Options struct {
 	OnError func(error)
 	// HeapBackend forces the Go-heap backend even outside -race builds.
 	HeapBackend bool
+	// Debug poisons freed memory and verifies the poison when the memory is
+	// handed out again, reporting a write after free (WriteAfterFreeError,
+	// through OnError, counted in Stats.WriteAfterFrees) with the allocation
+	// site of the object that was freed; it records every allocation site
+	// (runtime.Callers) for Leaks. Every call takes the slow paths. When off it
+	// costs nothing: the fast paths do not test for it.
+	Debug bool
 	// Retain is how many bytes of empty superblocks (and freed large runs) the
 	// pool keeps committed, ready for reuse, before it returns memory to the OS
 	// (madvise). 0 means 32 MiB; a negative value returns memory at once.
@@ -115,6 +122,7 @@ type Allocator struct {
 	size   uintptr // reservation bytes
 	closed atomic.Bool
 	ways   int
+	debug  bool
 	opt    Options
 	be     backend
 	nsb    uint32
@@ -138,6 +146,7 @@ type Allocator struct {
 	nextID  int
 
 	front front
+	sites sites // debug mode's allocation stacks
 }
 
 type run struct{ start, n uint32 }
@@ -187,6 +196,7 @@ func New(opt Options) (*Allocator, error) {
 		start:  p,
 		size:   uintptr(reserve),
 		ways:   ways,
+		debug:  opt.Debug,
 		opt:    opt,
 		be:     be,
 		nsb:    nsb,
@@ -291,7 +301,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	// owner, then the layout. The generation does not change here: every small
 	// period of a superblock starts with the generation its release gave it.
 	sb.ensureRemote(groups, gen)
-	sb.initSmall(k)
+	sb.initSmall(k, a.debug)
 	sb.dirty = true
 	sb.owner.Store(c)
 	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
@@ -321,6 +331,10 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 				break
 			}
 		}
+	}
+	if a.debug {
+		a.verifyReleased(c, sb)
+		poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
 	}
 	sb.owner.Store(nil)
 	sb.meta.Store(packMeta(next, statePool, k))
@@ -425,6 +439,12 @@ func (a *Allocator) lateDouble(c *Cache, sb *superblock, k, idx int) {
 	if a.opt.OnError != nil {
 		a.opt.OnError(errDouble(addr, k))
 	}
+}
+
+func (a *Allocator) retiredWAF() {
+	a.regMu.Lock()
+	a.retired.waf++
+	a.regMu.Unlock()
 }
 
 func (a *Allocator) retiredBad(double, invalid uint64) {

@@ -55,6 +55,7 @@ type classCounters struct {
 type eventCounters struct {
 	double, invalid atomic.Uint64
 	sbcFills        atomic.Uint64 // superblock-cache misses that filled an entry
+	waf             atomic.Uint64 // debug mode: writes after free found
 }
 
 // NewCache returns a Cache of a. Give it to one goroutine; Close it when done.
@@ -126,7 +127,14 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 				return nil, err
 			}
 		}
-		if cc.rw.Load()&uint64(cc.bits&-cc.bits) == 0 {
+		rw := cc.rw
+		if c.a.debug {
+			rw = &cc.sb.remote.Load().w[cc.group] // cc.rw is alwaysPending
+		}
+		if rw.Load()&uint64(cc.bits&-cc.bits) == 0 {
+			if c.a.debug {
+				return c.handOutDebug(n, k), nil
+			}
 			return c.allocClass(n, k)
 		}
 		// A remote free is pending on an object we hold: it came through a stale
@@ -176,18 +184,24 @@ func (c *Cache) free(off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 	g, m := idx>>5, uint32(1)<<(idx&31)
-	sb, cc := e.sb, &c.cls[e.class]
 	if idx*e.size != rel || idx >= e.nobj || // FREE-INVALID: not a slot start
-		!mutant.NoDoubleFreeCheck && ((sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || // FREE-DOUBLE: free, or pending
-			cc.sb == sb && cc.group == int32(g) && cc.bits&m != 0) { // FREE-DOUBLE: held
+		!mutant.NoDoubleFreeCheck && c.notLive(e, g, m) { // FREE-DOUBLE
 		return c.freeReject(e, off, idx)
 	}
+	sb := e.sb
 	sb.free[g] |= m
 	sb.localFreed++ // STATS-LAG: published in batches by publishLocal
 	if sb.localFreed >= sb.limit {
 		c.publishLocal(sb)
 	}
 	return nil
+}
+
+// notLive reports whether object (g, m) of e's superblock is free in it, has a
+// remote free pending, or is in c's held group.
+func (c *Cache) notLive(e *sbEntry, g, m uint32) bool {
+	cc := &c.cls[e.class]
+	return (e.sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || cc.sb == e.sb && cc.group == int32(g) && cc.bits&m != 0
 }
 
 func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {
@@ -233,7 +247,10 @@ func (c *Cache) freeMiss(off uintptr) error {
 		e := &c.sbc[i&c.wayMask]
 		c.fillEntry(e, i, sb, gen, k)
 		c.ev.sbcFills.Add(1)
-		if e.mine {
+		switch {
+		case e.mine && c.a.debug:
+			return c.freeDebug(e, off)
+		case e.mine:
 			return c.free(off)
 		}
 		return c.freeRemote(e, off)
@@ -389,6 +406,9 @@ func (c *Cache) takeGroup(k int) bool {
 		cc.bits, cc.group, cc.size = b, g, size
 		cc.base = unsafe.Add(c.a.sbAddr(sb), uintptr(g)*32*uintptr(size))
 		cc.rw = &rs.w[g]
+		if c.a.debug {
+			cc.rw = alwaysPending
+		}
 		cc.needzero = g*32 < sb.zeroedFrom
 		sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
 		credit := n // STATS-LEAD: the transfer, never the capacity
@@ -450,6 +470,11 @@ func (c *Cache) flush() {
 		cc := &c.cls[k]
 		if cc.bits != 0 {
 			n := popcount(cc.bits)
+			if c.a.debug { // they may be fresh zeros: free objects hold poison
+				for b := cc.bits; b != 0; b &= b - 1 {
+					poison(unsafe.Slice((*byte)(unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))), cc.size))
+				}
+			}
 			cc.sb.free[cc.group] |= cc.bits
 			cc.sb.nfree += n
 			cc.bits = 0

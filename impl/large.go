@@ -18,6 +18,11 @@ const largeMark = 0xfe
 func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	usable := spec.LargeUsable(n)
 	m := uint32(spec.LargeSuperblocks(usable))
+	var site uint32
+	var dirtySB []bool // debug mode: which superblocks must hold poison
+	if a.debug {
+		site = a.sites.record()
+	}
 	a.mu.Lock()
 	i, ok := a.takeRun(m)
 	if !ok {
@@ -30,6 +35,9 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 		a.takeDirty(sb)
 		gen, _, _ := unpackMeta(sb.meta.Load())
 		dirty = dirty || sb.dirty
+		if a.debug {
+			dirtySB = append(dirtySB, sb.dirty)
+		}
 		sb.dirty = true
 		state := uint8(stateLargeTail)
 		if j == i {
@@ -38,13 +46,17 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 		sb.meta.Store(packMeta(gen, state, noClass))
 	}
 	head := a.header(i)
-	head.runLen, head.usable = m, uintptr(usable)
+	prevSite := head.site
+	head.runLen, head.usable, head.site = m, uintptr(usable), site
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
 	a.counts.large += int(m)
 	a.mu.Unlock()
 	b := unsafe.Slice((*byte)(a.sbAddr(head)), usable)
+	if a.debug {
+		a.verifyLargePoison(b, dirtySB, prevSite)
+	}
 	if dirty {
 		clear(b) // ZEROED
 	}
@@ -65,6 +77,9 @@ func (a *Allocator) freeLarge(off uintptr) error {
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
 	}
 	m := head.runLen
+	if a.debug {
+		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
+	}
 	for j := head.idx; j < head.idx+m; j++ {
 		sb := a.header(j)
 		gen, _, _ := unpackMeta(sb.meta.Load())
@@ -81,6 +96,29 @@ func (a *Allocator) freeLarge(off uintptr) error {
 	a.putRun(head.idx, m)
 	a.pooled(int(m))
 	return nil
+}
+
+// verifyLargePoison checks, in debug mode, that the superblocks of a new large
+// object that were used before still hold the poison their free left.
+func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
+	for j, d := range dirty {
+		lo := j << spec.SuperblockShift
+		if !d || lo >= len(b) {
+			continue
+		}
+		for off, x := range b[lo:min(len(b), lo+spec.SuperblockSize)] {
+			if x != Poison {
+				if a.opt.OnError != nil {
+					a.opt.OnError(&WriteAfterFreeError{
+						Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Offset: lo + off, Size: len(b),
+						Class: spec.Large, Site: a.sites.format(site),
+					})
+				}
+				a.retiredWAF()
+				return
+			}
+		}
+	}
 }
 
 // stalePoolFree classifies a free into a pooled superblock: the start of a slot

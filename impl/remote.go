@@ -5,6 +5,7 @@ package impl
 
 import (
 	"math/bits"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/impl/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
@@ -45,6 +46,11 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 		if uint32(old)&m != 0 {
 			// FREE-DOUBLE: a repeated remote free still pending.
 			return c.reject(errDouble(c.a.base+off, int(e.class)))
+		}
+		if c.a.debug {
+			// Before the CAS: once the bit is set, the owner may collect
+			// the object and hand it out again.
+			poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 		}
 		if w.CompareAndSwap(old, old|uint64(m)) {
 			break

@@ -121,27 +121,13 @@ func (a *Allocator) snapshot() *Snapshot {
 		Base: a.base, Size: a.size, SuperblockSize: spec.SuperblockSize,
 		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << spec.SuperblockShift,
 	}
-	a.regMu.Lock()
-	caches := make([]*Cache, 0, len(a.caches))
-	for c := range a.caches {
-		caches = append(caches, c)
-	}
-	a.regMu.Unlock()
-	sort.Slice(caches, func(i, j int) bool { return caches[i].id < caches[j].id })
-
+	caches := a.openCaches()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range a.runs {
 		s.FreeRuns = append(s.FreeRuns, Run{int(r.start), int(r.n)})
 	}
-	held := map[*superblock]*classCache{}
-	for _, c := range caches {
-		for k := range c.cls {
-			if cc := &c.cls[k]; cc.bits != 0 {
-				held[cc.sb] = cc
-			}
-		}
-	}
+	held := heldGroups(caches)
 	for ci := range a.top {
 		ch := a.top[ci].Load()
 		if ch == nil {
@@ -195,16 +181,47 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 	st.NFree, st.LocalFreed = int(sb.nfree), int(sb.localFreed)
 	st.Notified = sb.notified.Load()
 	for g := range st.Free {
-		notLive := st.Free[g] | st.Pending[g]
-		if held != nil && int(held.group) == g {
-			notLive |= held.bits
-		}
-		valid := uint32(1<<32 - 1)
-		if rest := st.Objects - 32*g; rest < 32 {
-			valid = 1<<rest - 1
-		}
-		st.Live += int(popcount(valid &^ notLive))
+		st.Live += int(popcount(liveBits(st, held, g)))
 	}
+}
+
+// liveBits is the impl's own view of the live objects of group g: neither free,
+// held (by held, the owner's held group, if any) nor pending.
+func liveBits(st *SuperblockState, held *classCache, g int) uint32 {
+	notLive := st.Free[g] | st.Pending[g]
+	if held != nil && int(held.group) == g {
+		notLive |= held.bits
+	}
+	valid := uint32(1<<32 - 1)
+	if rest := st.Objects - 32*g; rest < 32 {
+		valid = 1<<rest - 1
+	}
+	return valid &^ notLive
+}
+
+// heldGroups maps each superblock to the held group taken from it, if any.
+func heldGroups(caches []*Cache) map[*superblock]*classCache {
+	held := map[*superblock]*classCache{}
+	for _, c := range caches {
+		for k := range c.cls {
+			if cc := &c.cls[k]; cc.bits != 0 {
+				held[cc.sb] = cc
+			}
+		}
+	}
+	return held
+}
+
+// openCaches returns the registered caches, by ID.
+func (a *Allocator) openCaches() []*Cache {
+	a.regMu.Lock()
+	caches := make([]*Cache, 0, len(a.caches))
+	for c := range a.caches {
+		caches = append(caches, c)
+	}
+	a.regMu.Unlock()
+	sort.Slice(caches, func(i, j int) bool { return caches[i].id < caches[j].id })
+	return caches
 }
 
 func (c *Cache) snapshot(front bool) CacheState {

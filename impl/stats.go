@@ -36,6 +36,9 @@ type Stats struct {
 	// as errors and those found later, when an owner collected a remote free
 	// (FREE-DOUBLE, FREE-INVALID).
 	DoubleFrees, InvalidFrees uint64
+	// WriteAfterFrees counts, in debug mode, freed objects found written to
+	// when they were about to be handed out again.
+	WriteAfterFrees uint64
 	// SuperblockCacheMisses counts frees of small objects that missed the
 	// freeing cache's superblock cache and read the header (a stale entry
 	// refreshed counts too); 1 - misses/frees is the hit rate.
@@ -56,7 +59,7 @@ type Stats struct {
 type counters struct {
 	allocs, frees   [spec.NumClasses]uint64
 	double, invalid uint64
-	sbcFills        uint64
+	sbcFills, waf   uint64
 }
 
 // Stats returns the published counters. Any goroutine, any time: it reads each
@@ -73,6 +76,7 @@ func (a *Allocator) Stats() Stats {
 	}
 	s.DoubleFrees, s.InvalidFrees = a.retired.double, a.retired.invalid
 	s.SuperblockCacheMisses = a.retired.sbcFills
+	s.WriteAfterFrees = a.retired.waf
 	for c := range a.caches {
 		for k := range s.Classes {
 			s.Classes[k].Allocs += c.pub[k].allocs.Load()
@@ -81,6 +85,7 @@ func (a *Allocator) Stats() Stats {
 		s.DoubleFrees += c.ev.double.Load()
 		s.InvalidFrees += c.ev.invalid.Load()
 		s.SuperblockCacheMisses += c.ev.sbcFills.Load()
+		s.WriteAfterFrees += c.ev.waf.Load()
 	}
 	a.regMu.Unlock()
 	a.mu.Lock()
@@ -102,6 +107,7 @@ func (a *Allocator) retire(c *Cache) {
 	a.retired.double += c.ev.double.Load()
 	a.retired.invalid += c.ev.invalid.Load()
 	a.retired.sbcFills += c.ev.sbcFills.Load()
+	a.retired.waf += c.ev.waf.Load()
 	delete(a.caches, c)
 	a.regMu.Unlock()
 }

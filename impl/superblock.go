@@ -67,12 +67,14 @@ type superblock struct {
 	class      uint8
 	list       uint8 // which list prev/next link it into
 	prev, next *superblock
+	sites      []uint32 // debug mode: each object's allocation site
 
 	// central
 	idx    uint32
 	runLen uint32  // large head: superblocks in the run
 	usable uintptr // large head: usable bytes
 	dirty  bool    // used since it was last fresh: may be committed and nonzero
+	site   uint32  // debug mode, large head: the allocation site
 }
 
 // Lists a superblock can be on (superblock.list).
@@ -88,7 +90,7 @@ func (sb *superblock) groups() int { return len(sb.free) }
 
 // initSmall prepares the owner-private state for class k. gen is the new
 // generation; the remote set's words are already tagged with it.
-func (sb *superblock) initSmall(k int) {
+func (sb *superblock) initSmall(k int, debug bool) {
 	n := spec.ClassObjects(k)
 	g := (n + 31) / 32
 	if cap(sb.free) >= g {
@@ -106,6 +108,9 @@ func (sb *superblock) initSmall(k int) {
 	sb.localFreed = 0
 	sb.cursor = 0
 	sb.class = uint8(k)
+	if debug {
+		sb.sites = make([]uint32, n)
+	}
 	if sb.dirty {
 		sb.zeroedFrom = int32(n)
 	} else {

@@ -46,7 +46,7 @@ func NewHarness(opt impl.Options) (*Harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	other, err := impl.New(impl.Options{Reserve: spec.SuperblockSize * 4})
+	other, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +467,8 @@ func (h *Harness) Check() error {
 	if h.M.Closed() {
 		return nil
 	}
-	return join(Check(h.A.Snapshot(), h.M))
+	s := h.A.Snapshot()
+	return join(append(Check(s, h.M), NoFalsePoison(s)...))
 }
 
 func join(vs []*Violation) error {

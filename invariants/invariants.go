@@ -414,6 +414,16 @@ func memAccount(s *impl.Snapshot) []*Violation {
 	return vs
 }
 
+// NoFalsePoison (DEBUG-POISON) is for drivers that never write into a freed
+// object (the harness, the soak, the fuzzers): in debug mode, then, no write
+// after free may be reported.
+func NoFalsePoison(s *impl.Snapshot) []*Violation {
+	if n := s.Stats.WriteAfterFrees; n != 0 {
+		return []*Violation{violation(spec.RuleDebugPoison, "%d writes after free reported, none was made", n)}
+	}
+	return nil
+}
+
 // CheckEmpty (EMPTY): after every object was freed and every cache flushed, no
 // object is live, no superblock is carved, and the statistics are exact.
 func CheckEmpty(s *impl.Snapshot, m *oracle.Model) []*Violation {

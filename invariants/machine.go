@@ -24,6 +24,8 @@ func newMachine(t *rapid.T) *machine {
 		// Retain: keep everything (the default, 32 MiB), a few superblocks,
 		// or return memory at once: superblocks come back fresh from the OS.
 		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),
+		// Debug: every call through the slow paths, freed memory poisoned.
+		Debug: rapid.IntRange(0, 3).Draw(t, "debug") == 0,
 	}
 	h, err := NewHarness(opt)
 	if err != nil {

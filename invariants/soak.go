@@ -112,7 +112,7 @@ func NewShared(opt impl.Options) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	other, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -255,6 +255,7 @@ func (s *Shared) BadFree(c *impl.Cache, id int, kind, pick int, o *SharedObj) {
 // Check runs Check (or CheckFlushed) on a snapshot; quiescent callers only.
 func (s *Shared) Check(flushed bool) {
 	snap := s.A.Snapshot()
+	s.Record(NoFalsePoison(snap)...)
 	if flushed {
 		s.Record(CheckFlushed(snap, s.M)...)
 	} else {

@@ -50,6 +50,7 @@ const (
 	RuleOOMReal       = "OOM-REAL"
 	RuleLargeExact    = "LARGE-EXACT"
 	RuleMemAccount    = "MEM-ACCOUNT"
+	RuleDebugPoison   = "DEBUG-POISON"
 )
 
 // sizeToClass8[(n+7)/8] is the smallest class holding n bytes, n <= MaxSmall.

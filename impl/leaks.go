@@ -1,0 +1,85 @@
+// Leak checks: the live objects of an Allocator, for users' tests.
+
+package impl
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Leak is a live object.
+type Leak struct {
+	Addr  uintptr
+	Size  int    // usable bytes
+	Class int    // size class, or spec.Large
+	Site  string // where it was allocated (debug mode only)
+}
+
+func (l Leak) String() string {
+	s := fmt.Sprintf("%d-byte object at %#x", l.Size, l.Addr)
+	if l.Site != "" {
+		s += ", allocated at\n" + l.Site
+	}
+	return s
+}
+
+// Leaks lists the live objects: allocated and not freed (objects caches hold
+// for later are not live). In debug mode each comes with its allocation site.
+// Call it at a quiescent point, like Snapshot.
+func (a *Allocator) Leaks() []Leak {
+	var out []Leak
+	s := a.snapshot()
+	held := heldGroups(a.openCaches())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, st := range s.Superblocks {
+		sb := a.lookup(uintptr(st.Index))
+		switch st.State {
+		case SBLargeHead:
+			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: spec.Large, Site: a.sites.format(sb.site)})
+		case SBSmall:
+			size := spec.ClassSize(st.Class)
+			for g := range st.Free {
+				for live := liveBits(&st, held[sb], g); live != 0; live &= live - 1 {
+					idx := 32*g + bits.TrailingZeros32(live)
+					l := Leak{Addr: st.Addr + uintptr(idx*size), Size: size, Class: st.Class}
+					if sb.sites != nil {
+						l.Site = a.sites.format(sb.sites[idx])
+					}
+					out = append(out, l)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestingT is the part of testing.TB that CheckLeaks uses.
+type TestingT interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+// CheckLeaks fails t if a has live objects, listing them (with their
+// allocation sites in debug mode). Use it as a test's cleanup:
+//
+//	t.Cleanup(func() { impl.CheckLeaks(t, a) })
+func CheckLeaks(t TestingT, a *Allocator) {
+	t.Helper()
+	leaks := a.Leaks()
+	if len(leaks) == 0 {
+		return
+	}
+	var b strings.Builder
+	for i, l := range leaks {
+		if i == 10 {
+			fmt.Fprintf(&b, "... and %d more\n", len(leaks)-i)
+			break
+		}
+		fmt.Fprintf(&b, "%s\n", l)
+	}
+	t.Errorf("refalloc: %d objects leaked:\n%s", len(leaks), b.String())
+}
