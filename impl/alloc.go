@@ -1,8 +1,4 @@
-// Package impl is refalloc: a memory allocator for Go programs that keeps payload
-// memory off the garbage-collected heap, checked operation by operation against
-// the executable model in package oracle.
-//
-// # Design
+// refalloc's design.
 //
 // Memory. One address-space reservation is taken from the OS at New (an anonymous
 // mmap with MAP_NORESERVE, so nothing is committed until it is touched; in -race
@@ -60,6 +56,7 @@
 // free bitmap, its held group and the pending remote bits; a remote free that
 // targets an object which is not live is caught when the owner collects it (or
 // before it could hand the object out) and dropped.
+
 package impl
 
 import (

@@ -2,7 +2,12 @@
 
 package impl
 
-import "github.com/refalloc/refalloc/spec"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/refalloc/refalloc/spec"
+)
 
 // ClassStats are the counters of one small size class.
 type ClassStats struct {
@@ -110,4 +115,24 @@ func (a *Allocator) retire(c *Cache) {
 	a.retired.waf += c.ev.waf.Load()
 	delete(a.caches, c)
 	a.regMu.Unlock()
+}
+
+// String prints the statistics as a table: one row per class with activity
+// (Allocs is an upper bound, STATS-LEAD; Frees a lower bound, STATS-LAG; their
+// difference never under-reports live objects), then large objects, bad frees
+// and memory.
+func (s Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%5s %7s %7s %14s %14s %12s\n", "class", "size", "objects", "allocs", "frees", "live<=")
+	for _, c := range s.Classes {
+		if c.Allocs == 0 && c.Frees == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%5d %7d %7d %14d %14d %12d\n", c.Class, c.Size, c.SlabObjects, c.Allocs, c.Frees, c.Allocs-c.Frees)
+	}
+	fmt.Fprintf(&b, "large: %d allocs, %d frees, %d live (%d bytes)\n", s.Large.Allocs, s.Large.Frees, s.Large.LiveObjects, s.Large.LiveBytes)
+	fmt.Fprintf(&b, "bad frees: %d double, %d invalid; writes after free: %d\n", s.DoubleFrees, s.InvalidFrees, s.WriteAfterFrees)
+	fmt.Fprintf(&b, "memory: %d reserved, %d committed, %d in use; superblocks: %d small (%d orphaned), %d large\n",
+		s.Reserved, s.Committed, s.InUse, s.SmallSuperblocks, s.OrphanedSuperblocks, s.LargeSuperblocks)
+	return b.String()
 }

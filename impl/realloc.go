@@ -1,0 +1,91 @@
+// Realloc: resizing an object, in place when its class allows.
+
+package impl
+
+import (
+	"unsafe"
+
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Realloc resizes b, an object of this Cache's Allocator, to n bytes. The
+// result keeps the first min(len(b), n) bytes of b; the bytes after them, up to
+// n, read zero. It stays in place when that is free: a small object of this
+// cache whose class also serves n, or a large object whose pages hold n and are
+// not more than twice what n needs. Otherwise it allocates (natural alignment
+// of the new class only), copies and frees b. Realloc(nil, n) is Alloc(n).
+//
+// If Realloc fails — ErrInvalidSize, ErrTooLarge, ErrOutOfMemory, ErrClosed, or
+// b is not a live object (ErrInvalidPointer, ErrDoubleFree) — b is untouched
+// and, if it was live, still is.
+func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
+	if cap(b) == 0 {
+		return c.Alloc(n)
+	}
+	if n < 0 {
+		return nil, errSize(n, 1)
+	}
+	keep := min(len(b), n)
+	if c.resizable(b, n) {
+		r := b[:n]
+		clear(r[keep:])
+		return r, nil
+	}
+	nb, err := c.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	copy(nb, b[:keep])
+	if err := c.Free(b); err != nil {
+		c.Free(nb)
+		return nil, err
+	}
+	return nb, nil
+}
+
+// resizable reports whether b is a live object that can become n bytes in
+// place: it checks liveness the way a free does, without freeing.
+func (c *Cache) resizable(b []byte, n int) bool {
+	a := c.a
+	if c.closed || a.closed.Load() || n > cap(b) {
+		return false
+	}
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	if off >= a.size {
+		return false
+	}
+	sb := a.lookup(off >> spec.SuperblockShift)
+	if sb == nil {
+		return false
+	}
+	_, state, k := unpackMeta(sb.meta.Load())
+	switch state {
+	case stateSmall:
+		if sb.owner.Load() != c || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
+			return false
+		}
+		rel := uint32(off) & (spec.SuperblockSize - 1)
+		idx := rel / uint32(cap(b))
+		if rel%uint32(cap(b)) != 0 || idx >= uint32(spec.ClassObjects(int(k))) {
+			return false
+		}
+		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}
+		return !c.notLive(&e, idx>>5, 1<<(idx&31))
+	case stateLargeHead:
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		_, state, _ = unpackMeta(sb.meta.Load())
+		u := spec.LargeUsable(n)
+		return state == stateLargeHead && off&(spec.SuperblockSize-1) == 0 &&
+			uintptr(cap(b)) == sb.usable && 2*u >= cap(b)
+	}
+	return false
+}
+
+// Realloc is Cache.Realloc, safe for concurrent use.
+func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
+	s := a.front.lock()
+	r, err := s.c.Realloc(b, n)
+	s.mu.Unlock()
+	return r, err
+}

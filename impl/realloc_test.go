@@ -1,0 +1,118 @@
+package impl_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+func filled(t *testing.T, c *impl.Cache, n int) []byte {
+	b, err := c.Alloc(n)
+	must(t, err)
+	for i := range b {
+		b[i] = byte(i%251 + 1)
+	}
+	return b
+}
+
+func prefixKept(t *testing.T, old, b []byte, keep int) {
+	t.Helper()
+	for i := range keep {
+		if b[i] != byte(i%251+1) {
+			t.Fatalf("byte %d not kept", i)
+		}
+	}
+	if !bytes.Equal(b[keep:], make([]byte, len(b)-keep)) {
+		t.Fatal("the grown part is not zero")
+	}
+}
+
+func TestRealloc(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	t.Cleanup(func() { impl.CheckLeaks(t, a) })
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+
+	for _, tc := range []struct {
+		name    string
+		from, n int
+		inPlace bool
+	}{
+		{"grow within the class", 100, 112, true},
+		{"shrink within the class", 100, 97, true},
+		{"grow to another class", 100, 113, false},
+		{"shrink to another class", 100, 20, false},
+		{"to zero", 100, 0, false},
+		{"small to large", 3000, 100_000, false},
+		{"large shrink in place", 200_000, 120_000, true},
+		{"large grow within its pages", 200_000, 200_700, true},
+		{"large shrink to less than half", 200_000, 90_000, false},
+		{"large to small", 100_000, 500, false},
+	} {
+		b := filled(t, c, tc.from)
+		r, err := c.Realloc(b, tc.n)
+		must(t, err)
+		if len(r) != tc.n || (addrOf(r) == addrOf(b)) != tc.inPlace {
+			t.Fatalf("%s: len %d, in place %v, want %v", tc.name, len(r), addrOf(r) == addrOf(b), tc.inPlace)
+		}
+		prefixKept(t, b, r, min(tc.from, tc.n))
+		if !tc.inPlace {
+			if err := c.Free(b); !errors.Is(err, impl.ErrDoubleFree) && !errors.Is(err, impl.ErrInvalidPointer) {
+				t.Fatalf("%s: the old object was not freed: %v", tc.name, err)
+			}
+		}
+		must(t, c.Free(r))
+	}
+
+	// Realloc(nil, n) is Alloc.
+	r, err := c.Realloc(nil, 40)
+	must(t, err)
+	must(t, c.Free(r))
+
+	// Another cache's object moves, and the move frees it remotely.
+	b := filled(t, c, 100)
+	r, err = d.Realloc(b, 100)
+	must(t, err)
+	if addrOf(r) == addrOf(b) {
+		t.Fatal("a remote object was resized in place")
+	}
+	prefixKept(t, b, r, 100)
+	must(t, d.Free(r))
+
+	// Failures leave b as it was, still live.
+	b = filled(t, c, 100)
+	for name, tc := range map[string]struct {
+		n    int
+		want error
+	}{
+		"negative":  {-1, impl.ErrInvalidSize},
+		"too large": {spec.MaxAlloc + 1, impl.ErrTooLarge},
+		"no room":   {60 * spec.SuperblockSize, impl.ErrOutOfMemory},
+	} {
+		if r, err := c.Realloc(b, tc.n); !errors.Is(err, tc.want) || r != nil {
+			t.Fatalf("%s: %v, want %v", name, err, tc.want)
+		}
+		prefixKept(t, b, b, 100)
+	}
+	interior := b[:cap(b)][8:]
+	if _, err := c.Realloc(interior, 50); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("interior: %v", err)
+	}
+	must(t, c.Free(b))
+	if _, err := c.Realloc(b, 100); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("after free: %v", err)
+	}
+	if _, err := c.Realloc(b, 500); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("after free, moving: %v", err)
+	}
+	c.Flush()
+	d.Flush()
+	if s := a.Stats(); s.Large.LiveObjects != 0 {
+		t.Fatalf("large objects left: %+v", s.Large)
+	}
+}
