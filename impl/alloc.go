@@ -525,6 +525,7 @@ func (a *Allocator) Close() error {
 	}
 	live := a.liveObjects()
 	a.mu.Lock()
+	a.markAllPending()
 	err := a.be.release()
 	a.mu.Unlock()
 	if err != nil {
@@ -534,6 +535,27 @@ func (a *Allocator) Close() error {
 		return fmt.Errorf("%w: %d objects still live at Close", ErrLeaked, live)
 	}
 	return nil
+}
+
+// markAllPending sets every pending bit of every remote word. The fast paths
+// test none of the closed flags: they read these words (the held group's before
+// handing out, the freed object's before freeing), find a free "pending", and
+// leave for the slow paths, which check the flags and return ErrClosed. Under
+// a.mu, after closed is set.
+func (a *Allocator) markAllPending() {
+	for ci := range a.top {
+		ch := a.top[ci].Load()
+		if ch == nil {
+			continue
+		}
+		for j := range ch {
+			if rs := ch[j].remote.Load(); rs != nil {
+				for g := range rs.w {
+					rs.w[g].Or(1<<32 - 1)
+				}
+			}
+		}
+	}
 }
 
 // liveObjects counts live objects from the internal state (quiescent callers), for

@@ -16,12 +16,13 @@ import (
 // the Allocator's own methods.
 type Cache struct {
 	a       *Allocator
+	base    uintptr // a.base, here so the free path reads one line
 	wayMask uintptr
 	closed  bool
 	front   bool // one of the Allocator's own caches (front.go)
 	id      int
 	sbc     [maxWays]sbEntry // the superblock cache (sbcache.go)
-	cls     [spec.NumClasses]classCache
+	cls     [clsSlots]classCache
 	lists   [spec.NumClasses]classLists
 	// notify is the head of this cache's stack of superblocks with pending
 	// remote frees: pushed by any goroutine, popped all at once by the owner.
@@ -29,6 +30,12 @@ type Cache struct {
 	pub    [spec.NumClasses]classCounters // published counters, read by Stats
 	ev     eventCounters
 }
+
+// clsSlots is NumClasses rounded up to a power of two, so that the fast paths
+// index cls with a mask instead of a bounds check.
+const clsSlots = 64
+
+var _ [clsSlots - spec.NumClasses]struct{}
 
 // classCache is one class's held group: up to 32 objects of the current
 // superblock, taken out of its free bitmap and credited as allocations at refill.
@@ -63,9 +70,9 @@ func (a *Allocator) NewCache() (*Cache, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	c := &Cache{a: a, wayMask: uintptr(a.ways - 1)}
+	c := &Cache{a: a, base: a.base, wayMask: uintptr(a.ways - 1)}
 	for i := range c.sbc {
-		c.sbc[i].tag = noTag
+		c.sbc[i].key = noKey
 	}
 	a.regMu.Lock()
 	c.id = a.nextID
@@ -79,16 +86,24 @@ func (a *Allocator) NewCache() (*Cache, error) {
 // cap. Alloc(0) returns a real object that can be freed. Errors: ErrInvalidSize
 // (n < 0), ErrTooLarge, ErrOutOfMemory, ErrClosed.
 func (c *Cache) Alloc(n int) ([]byte, error) {
-	if uint(n) > spec.MaxSmall || c.a.closed.Load() {
+	if uint(n) > spec.MaxSmall {
 		return c.allocOther(n, 1)
 	}
-	return c.allocClass(n, spec.SizeToClass(n))
+	// allocClass, by hand: it is too big for the compiler to inline, and this
+	// is the fast path.
+	k := spec.SizeToClass(n)
+	cc := &c.cls[k&(clsSlots-1)]
+	b := cc.bits
+	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
+		return c.allocSlow(n, k)
+	}
+	return cc.pop(b, n), nil
 }
 
 // AllocAligned is Alloc with the start aligned to align, a power of two up to the
 // superblock size (64 KiB); other alignments are ErrInvalidSize.
 func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
-	if uint(n) > spec.MaxSmall || !spec.ValidAlign(align) || c.a.closed.Load() {
+	if uint(n) > spec.MaxSmall || !spec.ValidAlign(align) {
 		return c.allocOther(n, align)
 	}
 	// ALIGN: the smallest class whose objects all have the alignment; objects
@@ -99,21 +114,43 @@ func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 	return c.allocOther(n, align)
 }
 
-// allocClass is the fast path: pop the lowest held object of class k.
+// allocClass is the fast path: pop the lowest held object of class k. A closed
+// cache holds nothing, and Allocator.Close marks every remote word pending, so
+// a closed cache or allocator always takes allocSlow, which says ErrClosed.
 func (c *Cache) allocClass(n, k int) ([]byte, error) {
-	cc := &c.cls[k]
+	cc := &c.cls[k&(clsSlots-1)]
 	b := cc.bits
 	// FREE-DOUBLE: never hand out an object with a remote free pending on it.
 	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
 		return c.allocSlow(n, k)
 	}
+	return cc.pop(b, n), nil
+}
+
+// pop hands out the lowest held object, b being cc.bits.
+func (cc *classCache) pop(b uint32, n int) []byte {
 	cc.bits = b & (b - 1)
 	p := unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))
-	s := unsafe.Slice((*byte)(p), cc.size)
-	if cc.needzero && !mutant.NoZero {
-		clear(s) // ZEROED
+	if cc.needzero && !mutant.NoZero { // ZEROED
+		zero(p, uintptr(cc.size))
 	}
-	return s[:n], nil
+	return unsafe.Slice((*byte)(p), cc.size)[:n]
+}
+
+// zero clears size bytes at p: with 16-byte stores up to 128 bytes (the call to
+// memclr and the register spills around it cost more than the stores), with
+// clear above. Class sizes above 8 are multiples of 16.
+func zero(p unsafe.Pointer, size uintptr) {
+	switch {
+	case size == 8:
+		*(*uint64)(p) = 0
+	case size <= 128:
+		for off := uintptr(0); off < size; off += 16 {
+			*(*[2]uint64)(unsafe.Add(p, off)) = [2]uint64{}
+		}
+	default:
+		clear(unsafe.Slice((*byte)(p), size))
+	}
 }
 
 func (c *Cache) allocSlow(n, k int) ([]byte, error) {
@@ -167,15 +204,17 @@ func (c *Cache) Free(b []byte) error {
 	if cap(b) == 0 {
 		return nil
 	}
-	return c.free(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base)
+	return c.free(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.base)
 }
 
 // free is the fast path: a hit on an owned superblock in the superblock cache.
 // off is the offset from the reservation's base (huge for addresses below it).
+// A closed cache has no entries, and Allocator.Close marks every remote word
+// pending, so after either Close a free leaves this path, for ErrClosed.
 func (c *Cache) free(off uintptr) error {
 	i := off >> spec.SuperblockShift
-	e := &c.sbc[i&c.wayMask]
-	if e.tag != i || !e.mine || c.a.closed.Load() {
+	e := c.way(i)
+	if e.key != i<<1|1 {
 		return c.freeMiss(off)
 	}
 	if checks {
@@ -200,11 +239,14 @@ func (c *Cache) free(off uintptr) error {
 // notLive reports whether object (g, m) of e's superblock is free in it, has a
 // remote free pending, or is in c's held group.
 func (c *Cache) notLive(e *sbEntry, g, m uint32) bool {
-	cc := &c.cls[e.class]
+	cc := &c.cls[e.class&(clsSlots-1)]
 	return (e.sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || cc.sb == e.sb && cc.group == int32(g) && cc.bits&m != 0
 }
 
 func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {
+	if c.closed || c.a.closed.Load() {
+		return ErrClosed
+	}
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	if idx*e.size != rel || idx >= e.nobj {
 		return c.reject(errInvalid(c.a.base+off, int(e.class)))
@@ -244,13 +286,13 @@ func (c *Cache) freeMiss(off uintptr) error {
 	gen, state, k := unpackMeta(sb.meta.Load())
 	switch state {
 	case stateSmall:
-		e := &c.sbc[i&c.wayMask]
+		e := c.way(i)
 		c.fillEntry(e, i, sb, gen, k)
 		c.ev.sbcFills.Add(1)
 		switch {
-		case e.mine && c.a.debug:
+		case e.mine() && c.a.debug:
 			return c.freeDebug(e, off)
-		case e.mine:
+		case e.mine():
 			return c.free(off)
 		}
 		return c.freeRemote(e, off)
@@ -466,7 +508,7 @@ func (c *Cache) Flush() {
 }
 
 func (c *Cache) flush() {
-	for k := range c.cls {
+	for k := range spec.NumClasses {
 		cc := &c.cls[k]
 		if cc.bits != 0 {
 			n := popcount(cc.bits)
@@ -484,7 +526,7 @@ func (c *Cache) flush() {
 		}
 	}
 	c.drainNotify()
-	for k := range c.cls {
+	for k := range spec.NumClasses {
 		// Collect every owned superblock, not only the notified ones: a
 		// notification can be parked on the stack of a superblock's previous
 		// owner for a while.
@@ -521,7 +563,7 @@ func (c *Cache) Close() error {
 	c.closed = true
 	a := c.a
 	a.mu.Lock()
-	for k := range c.cls {
+	for k := range spec.NumClasses {
 		l := &c.lists[k]
 		for _, head := range []*superblock{c.cls[k].sb, l.partial, l.full} {
 			for sb := head; sb != nil; {
@@ -548,7 +590,7 @@ func (c *Cache) Close() error {
 		sb = next
 	}
 	for i := range c.sbc {
-		c.sbc[i] = sbEntry{tag: noTag}
+		c.sbc[i] = sbEntry{key: noKey}
 	}
 	a.retire(c)
 	return nil

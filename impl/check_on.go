@@ -20,8 +20,8 @@ func (c *Cache) checkHit(e *sbEntry) {
 	gen, state, k := unpackMeta(sb.meta.Load())
 	rs := sb.remote.Load()
 	switch {
-	case uintptr(sb.idx) != e.tag:
-		panic(fmt.Sprintf("refalloc: %s: entry tag %d names header %d", spec.RuleCacheCoherent, e.tag, sb.idx))
+	case uintptr(sb.idx) != e.tag():
+		panic(fmt.Sprintf("refalloc: %s: entry tag %d names header %d", spec.RuleCacheCoherent, e.tag(), sb.idx))
 	case state != stateSmall || k != e.class || gen != e.gen:
 		panic(fmt.Sprintf("refalloc: %s: hit on superblock %d with class %d gen %d, header says state %d class %d gen %d",
 			spec.RuleCacheCoherent, sb.idx, e.class, e.gen, state, k, gen))

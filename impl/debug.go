@@ -178,7 +178,7 @@ func (c *Cache) freeDebug(e *sbEntry, off uintptr) error {
 		poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 	}
 	err := c.free(off)
-	e.tag = noTag
+	e.key = noKey
 	return err
 }
 

@@ -40,7 +40,7 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 				// superblock, which it only does when no object is live.
 				return c.reject(errDouble(c.a.base+off, int(e.class)))
 			}
-			e.tag = noTag
+			e.key = noKey
 			return c.freeMiss(off)
 		}
 		if uint32(old)&m != 0 {

@@ -10,8 +10,8 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
-// noTag marks an empty entry; no superblock index can equal it.
-const noTag = ^uintptr(0)
+// noKey marks an empty entry: no superblock index i gives i<<1|1 or i<<1.
+const noKey = ^uintptr(0)
 
 // sbEntry caches what the free path needs from one superblock's header, so that
 // scattered frees do not reload cold headers. Entry i of a Cache serves
@@ -25,7 +25,9 @@ const noTag = ^uintptr(0)
 // word whose tag must equal gen, and every release stamps all remote words with
 // the next generation before the layout changes.
 type sbEntry struct {
-	tag   uintptr         // superblock index, or noTag
+	// key is the superblock index <<1 | 1 if this cache owns the superblock
+	// ("mine"), so the fast path's hit test is one compare; noKey when empty.
+	key   uintptr
 	sb    *superblock     // the header
 	rw    []atomic.Uint64 // the header's remote words (remoteSet.w) in this generation
 	size  uint32          // class size
@@ -33,9 +35,11 @@ type sbEntry struct {
 	nobj  uint32          // objects in the superblock
 	gen   uint32          // generation the fields were read in
 	class uint8           // size class
-	mine  bool            // this cache owns the superblock
-	_     [6]byte         // pad to 64 bytes
+	_     [7]byte         // pad to 64 bytes
 }
+
+func (e *sbEntry) tag() uintptr { return e.key >> 1 }
+func (e *sbEntry) mine() bool   { return e.key&1 != 0 && e.key != noKey }
 
 var _ [64 - unsafe.Sizeof(sbEntry{})]byte
 var _ [unsafe.Sizeof(sbEntry{}) - 64]byte
@@ -44,8 +48,12 @@ var _ [unsafe.Sizeof(sbEntry{}) - 64]byte
 // was just read as (gen, stateSmall, k). The remote set is read after the meta:
 // acquisition stores it before the meta, so it is at least as new.
 func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, gen uint32, k uint8) {
+	key := i << 1
+	if sb.owner.Load() == c || mutant.RemoteIntoLocal {
+		key |= 1
+	}
 	*e = sbEntry{
-		tag:   i,
+		key:   key,
 		sb:    sb,
 		rw:    sb.remote.Load().w,
 		size:  uint32(spec.ClassSize(int(k))),
@@ -53,13 +61,18 @@ func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, gen uint32, k u
 		nobj:  uint32(spec.ClassObjects(int(k))),
 		gen:   gen,
 		class: k,
-		mine:  sb.owner.Load() == c || mutant.RemoteIntoLocal,
 	}
 }
 
 // invalidate drops c's entry for sb, if it has one.
 func (c *Cache) invalidate(sb *superblock) {
-	if e := &c.sbc[uintptr(sb.idx)&c.wayMask]; e.tag == uintptr(sb.idx) {
-		e.tag = noTag
+	if e := c.way(uintptr(sb.idx)); e.tag() == uintptr(sb.idx) {
+		e.key = noKey
 	}
+}
+
+// way is the entry for superblock i. The mask by maxWays-1 is free and lets
+// the compiler drop the bounds check.
+func (c *Cache) way(i uintptr) *sbEntry {
+	return &c.sbc[i&c.wayMask&(maxWays-1)]
 }

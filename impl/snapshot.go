@@ -203,7 +203,7 @@ func liveBits(st *SuperblockState, held *classCache, g int) uint32 {
 func heldGroups(caches []*Cache) map[*superblock]*classCache {
 	held := map[*superblock]*classCache{}
 	for _, c := range caches {
-		for k := range c.cls {
+		for k := range spec.NumClasses {
 			if cc := &c.cls[k]; cc.bits != 0 {
 				held[cc.sb] = cc
 			}
@@ -227,9 +227,9 @@ func (a *Allocator) openCaches() []*Cache {
 func (c *Cache) snapshot(front bool) CacheState {
 	cs := CacheState{
 		ID: c.id, Front: front, DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(),
-		Current: make([]int, len(c.cls)), Allocs: make([]uint64, len(c.cls)), Frees: make([]uint64, len(c.cls)),
+		Current: make([]int, spec.NumClasses), Allocs: make([]uint64, spec.NumClasses), Frees: make([]uint64, spec.NumClasses),
 	}
-	for k := range c.cls {
+	for k := range spec.NumClasses {
 		cc := &c.cls[k]
 		cs.Current[k] = -1
 		if cc.sb != nil {
@@ -242,7 +242,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 	}
 	for w := 0; w <= int(c.wayMask); w++ {
 		e := &c.sbc[w]
-		if e.tag == noTag {
+		if e.key == noKey {
 			continue
 		}
 		same := false
@@ -250,8 +250,8 @@ func (c *Cache) snapshot(front bool) CacheState {
 			same = &e.rw[0] == &rs.w[0]
 		}
 		cs.Entries = append(cs.Entries, Entry{
-			Way: w, Superblock: int(e.tag), Class: int(e.class), Size: e.size, Magic: e.magic,
-			Objects: e.nobj, Gen: e.gen, Mine: e.mine, SameRemote: same,
+			Way: w, Superblock: int(e.tag()), Class: int(e.class), Size: e.size, Magic: e.magic,
+			Objects: e.nobj, Gen: e.gen, Mine: e.mine(), SameRemote: same,
 		})
 	}
 	return cs
