@@ -42,17 +42,12 @@ type Harness struct {
 
 // NewHarness makes an Allocator with opt, its Model, and a second Allocator.
 func NewHarness(opt impl.Options) (*Harness, error) {
-	a, err := impl.New(opt)
+	sh, err := NewShared(opt) // the same three things, shared-use aside
 	if err != nil {
 		return nil, err
 	}
-	other, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
-	if err != nil {
-		return nil, err
-	}
-	s := a.Snapshot()
 	return &Harness{
-		A: a, M: oracle.New(s.Base, s.Size), other: other,
+		A: sh.A, M: sh.M, other: sh.other,
 		caches: map[int]*impl.Cache{}, closedHandles: map[int]*impl.Cache{}, live: map[uintptr][]byte{}, fills: map[uintptr]byte{},
 	}, nil
 }
