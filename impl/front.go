@@ -5,22 +5,25 @@ package impl
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
-// front serves the Allocator's own methods from a set of internal caches, each
-// behind its own mutex: a sharded cache with try-lock, so there is no global lock
-// on the path. A goroutine starts at the shard its stack address hashes to, which
-// is stable while the goroutine lives (stacks move only when they grow), so a
-// goroutine keeps meeting the cache whose superblocks it has warmed and whose
-// objects it frees locally; when that shard is busy it takes the next free one,
-// and only when all are busy does it wait on its own. There are twice as many
-// shards as Ps, so two running goroutines rarely meet. The caches live as long as
-// the Allocator: nothing is dropped, so nothing can leak; Flush gives back what
-// they hold.
+// front serves the Allocator's own methods from a fixed set of internal caches
+// (shards), each behind its own mutex: no global lock on the path. A sync.Pool of
+// shards gives affinity: its per-P slot hands a goroutine the shard last used on
+// the same P, so each P keeps meeting the cache whose superblocks it warmed and
+// whose objects it frees locally, and two running goroutines do not share one.
+// The pool only suggests: a shard is used under its mutex, and when the pool has
+// none to give (at start, after a GC empties it) the first shard that try-locks
+// is taken, and only when all are busy does the caller wait. There are twice as
+// many shards as Ps. The shards live as long as the Allocator; the pool drops
+// only its pointers to them, so nothing can leak. Flush gives back what they
+// hold.
 type front struct {
 	shards []shard
-	mask   uintptr
+	pool   sync.Pool // of *shard
+	next   atomic.Uint32
 }
 
 type shard struct {
@@ -35,34 +38,40 @@ func (f *front) init(a *Allocator) {
 		n *= 2
 	}
 	f.shards = make([]shard, n)
-	f.mask = uintptr(n - 1)
 	for i := range f.shards {
 		f.shards[i].c, _ = a.NewCache()
 		f.shards[i].c.front = true
 	}
 }
 
-// lock locks and returns a shard: the goroutine's own if it is free, else the
-// first free one after it, else (all busy) its own, waiting.
+// lock locks and returns a shard: the one the pool suggests if it is free, else
+// the first free one, else (all busy) one, waiting.
 func (f *front) lock() *shard {
-	var onStack byte
-	// Goroutine stacks are at least 8 KiB apart; Fibonacci hashing spreads them.
-	h := (uintptr(unsafe.Pointer(&onStack)) >> 13) * 0x9e3779b97f4a7c15 >> 40
-	for i := range f.mask + 1 {
-		if s := &f.shards[(h+i)&f.mask]; s.mu.TryLock() {
+	if s, _ := f.pool.Get().(*shard); s != nil && s.mu.TryLock() {
+		return s
+	}
+	start := int(f.next.Add(1))
+	for i := range f.shards {
+		if s := &f.shards[(start+i)%len(f.shards)]; s.mu.TryLock() {
 			return s
 		}
 	}
-	s := &f.shards[h&f.mask]
+	s := &f.shards[start%len(f.shards)]
 	s.mu.Lock()
 	return s
+}
+
+// unlock releases s and offers it back to this P.
+func (f *front) unlock(s *shard) {
+	s.mu.Unlock()
+	f.pool.Put(s)
 }
 
 // Alloc is Cache.Alloc, safe for concurrent use.
 func (a *Allocator) Alloc(n int) ([]byte, error) {
 	s := a.front.lock()
 	b, err := s.c.Alloc(n)
-	s.mu.Unlock()
+	a.front.unlock(s)
 	return b, err
 }
 
@@ -70,7 +79,7 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 	s := a.front.lock()
 	b, err := s.c.AllocAligned(n, align)
-	s.mu.Unlock()
+	a.front.unlock(s)
 	return b, err
 }
 
@@ -81,7 +90,7 @@ func (a *Allocator) Free(b []byte) error {
 	}
 	s := a.front.lock()
 	err := s.c.Free(b)
-	s.mu.Unlock()
+	a.front.unlock(s)
 	return err
 }
 
