@@ -17,9 +17,10 @@
 // no longer live". The Model only knows what a user can see; rules about the
 // allocator's internal state (CONSERVE, CACHE-COHERENT, STATS-LEAD with the held
 // counts) live in package invariants, which relates a snapshot of the allocator
-// to this Model (REFINES). Rules about bytes (ZEROED, INTEGRITY) are checked by
-// invariants.Harness, which reads and fills every object; CONSERVE is about where
-// objects sit inside the allocator, which the Model deliberately does not know.
+// to this Model (REFINES). Rules about bytes (ZEROED, INTEGRITY, DEBUG-POISON)
+// are checked by invariants.Harness, which reads and fills every object;
+// CONSERVE is about where objects sit inside the allocator, and MEM-ACCOUNT
+// about the memory under them, which the Model deliberately does not know.
 package oracle
 
 import (
