@@ -65,7 +65,11 @@ type eventCounters struct {
 	waf             atomic.Uint64 // debug mode: writes after free found
 }
 
-// NewCache returns a Cache of a. Give it to one goroutine; Close it when done.
+// NewCache returns a Cache of a. Give it to one goroutine; Close it when done:
+// Close hands its superblocks over to the other caches. A Cache dropped without
+// Close is not reclaimed by the garbage collector (the Allocator keeps it, for
+// Stats): its superblocks stay its own, with what is free in them, until the
+// Allocator closes. For short-lived goroutines use the Allocator's methods.
 func (a *Allocator) NewCache() (*Cache, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
