@@ -271,18 +271,23 @@ func (c *Cache) reject(err error) error {
 	return err
 }
 
-// freeMiss handles a free the superblock cache could not: it reads the
-// authoritative header, refills the entry, and frees locally or remotely.
+// freeMiss handles a free the fast path did not: a hit on a superblock another
+// cache owns goes straight to the remote free with the cached fields; a miss
+// reads the authoritative header, refills the entry, and frees locally or
+// remotely.
 func (c *Cache) freeMiss(off uintptr) error {
 	a := c.a
 	if c.closed || a.closed.Load() {
 		return ErrClosed
 	}
+	i := off >> spec.SuperblockShift
+	if e := c.way(i); e.key == i<<1 {
+		return c.freeRemote(e, off)
+	}
 	addr := a.base + off
 	if off >= a.size {
 		return c.reject(errInvalid(addr, -1))
 	}
-	i := off >> spec.SuperblockShift
 	sb := a.lookup(i)
 	if sb == nil {
 		return c.reject(errInvalid(addr, -1))

@@ -24,6 +24,12 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 	if idx*e.size != rel || idx >= e.nobj {
+		// Not a slot start in the entry's layout; if that layout is stale,
+		// judge by the header's (CACHE-COHERENT: a stale entry decides nothing).
+		if gen, _, _ := unpackMeta(e.sb.meta.Load()); gen != e.gen {
+			e.key = noKey
+			return c.freeMiss(off)
+		}
 		return c.reject(errInvalid(c.a.base+off, int(e.class)))
 	}
 	g, m := idx>>5, uint32(1)<<(idx&31)
