@@ -510,3 +510,52 @@ func asmOf(listing, fn string) []string {
 	}
 	return body
 }
+
+// TestRemoteFreeReturnsToOwner: a remote free gives the object back to the
+// cache that owns its superblock, never to the freeing cache (which would put
+// two goroutines' objects on one cache line: cache-scratch).
+func TestRemoteFreeReturnsToOwner(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 16 * spec.SuperblockSize}, 2)
+	c, d := ids[0], ids[1]
+	x := alloc(t, h, c, 64)
+	must(t, h.Free(d, x))
+	for range 100 {
+		if y := alloc(t, h, d, 64); y>>spec.SuperblockShift == x>>spec.SuperblockShift {
+			t.Fatalf("cache %d got %#x from cache %d's superblock", d, y, c)
+		}
+	}
+	must(t, h.Flush(c)) // c collects x
+	got := false
+	for range 40 {
+		got = got || alloc(t, h, c, 64) == x
+	}
+	if !got {
+		t.Fatalf("the owner never handed %#x out again", x)
+	}
+	must(t, h.FreeAll())
+}
+
+// TestOrphanAdoption: a closed cache's superblocks become orphans; remote frees
+// still land in them; a later refill adopts them; nothing leaks.
+func TestOrphanAdoption(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 8 * spec.SuperblockSize}, 2)
+	c, d := ids[0], ids[1]
+	var objs []uintptr
+	for range 100 {
+		objs = append(objs, alloc(t, h, c, 1000))
+	}
+	must(t, h.CloseCache(c))
+	if s := h.A.Stats(); s.OrphanedSuperblocks == 0 {
+		t.Fatal("Close left no orphans")
+	}
+	for _, a := range objs[:60] {
+		must(t, h.Free(d, a)) // into orphans
+	}
+	for range 200 { // d's refills adopt the orphans with room
+		alloc(t, h, d, 1000)
+	}
+	if s := h.A.Stats(); s.OrphanedSuperblocks != 0 {
+		t.Fatalf("orphans with room were not adopted before the pool: %d left", s.OrphanedSuperblocks)
+	}
+	must(t, h.FreeAll())
+}
