@@ -415,22 +415,20 @@ func (c *Cache) takeGroup(k int) bool {
 	c.publishFrees(k, sb.foldFreed())
 	rs := sb.remote.Load()
 	ng := int32(sb.groups())
-	var collected int32
 	for j := int32(0); j < ng; j++ {
 		g := sb.cursor + j
 		if g >= ng {
 			g -= ng
 		}
+		if sb.free[g] == 0 {
+			continue // its remote frees, if any, wait for drainNotify
+		}
 		// Collect the group's remote frees first: a pending bit on a free
 		// object is a double free, and must not survive into the held group.
 		// Only free bits become held (NO-OVERLAP: a live object is never
 		// handed out again; CONSERVE: each object moves from one place to one).
-		collected += c.a.collectWord(c, cc, sb, rs, int(g))
+		c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
 		b := sb.free[g]
-		if b == 0 {
-			continue
-		}
-		c.publishFrees(k, collected)
 		n := popcount(b)
 		sb.free[g] = 0
 		sb.nfree -= n
@@ -457,7 +455,6 @@ func (c *Cache) takeGroup(k int) bool {
 		}
 		return true
 	}
-	c.publishFrees(k, collected)
 	return false
 }
 
