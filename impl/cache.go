@@ -21,15 +21,25 @@ type Cache struct {
 	closed  bool
 	front   bool // one of the Allocator's own caches (front.go)
 	id      int
-	sbc     [maxWays]sbEntry // the superblock cache (sbcache.go)
-	cls     [clsSlots]classCache
-	lists   [spec.NumClasses]classLists
+	// The superblock cache's entries are lines: sbc starts at offset 56
+	// because the Go heap puts an 8-byte header before a pointerful object of
+	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
+	_ [16]byte
+
+	sbc   [maxWays]sbEntry // the superblock cache (sbcache.go)
+	cls   [clsSlots]classCache
+	lists [spec.NumClasses]classLists
 	// notify is the head of this cache's stack of superblocks with pending
 	// remote frees: pushed by any goroutine, popped all at once by the owner.
+	// It has a line of its own, so remote frees do not steal the owner's lines.
+	_      [64]byte
 	notify atomic.Pointer[superblock]
+	_      [56]byte
 	pub    [spec.NumClasses]classCounters // published counters, read by Stats
 	ev     eventCounters
 }
+
+var _ = [1]struct{}{}[unsafe.Offsetof(Cache{}.sbc)-56]
 
 // clsSlots is NumClasses rounded up to a power of two, so that the fast paths
 // index cls with a mask instead of a bounds check.

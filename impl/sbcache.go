@@ -15,7 +15,8 @@ const noKey = ^uintptr(0)
 
 // sbEntry caches what the free path needs from one superblock's header, so that
 // scattered frees do not reload cold headers. Entry i of a Cache serves
-// superblocks whose index is i modulo the number of ways. 64 bytes: one line.
+// superblocks whose index is i modulo the number of ways. 64 bytes: one line,
+// and what a local free reads is in its first 56 bytes.
 //
 // CACHE-COHERENT. An entry with mine set is exact: only the owner of a small
 // superblock changes its layout or owner (release, Close) and it invalidates its
@@ -33,9 +34,10 @@ type sbEntry struct {
 	size  uint32          // class size
 	magic uint32          // spec.ClassDivMagic: index = rel*magic>>32
 	nobj  uint32          // objects in the superblock
-	gen   uint32          // generation the fields were read in
 	class uint8           // size class
-	_     [7]byte         // pad to 64 bytes
+	_     [3]byte
+	gen   uint32 // generation the fields were read in (remote frees only)
+	_     [4]byte
 }
 
 func (e *sbEntry) tag() uintptr { return e.key >> 1 }
