@@ -5,6 +5,7 @@ package impl
 import (
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/spec"
 )
@@ -42,12 +43,26 @@ type remoteSet struct {
 // range and reused for its whole life, so a *superblock is stable. Headers live on
 // the Go heap, never in the superblock (INTEGRITY: nothing is written into objects).
 //
-// Three kinds of fields, by who may touch them:
-//   - shared: atomics, read by any goroutine that frees into the superblock;
+// Three kinds of fields, by who may touch them, on lines of their own (a header
+// is three cache lines; chunks of headers are page-aligned):
 //   - owner-private: touched only by the owning cache, with plain loads and stores;
-//     while the superblock is orphaned or pooled they belong to whoever holds a.mu;
+//     while the superblock is orphaned or pooled they belong to whoever holds a.mu.
+//     The first line holds what the free path touches.
+//   - shared: atomics, read by any goroutine that frees into the superblock; its
+//     line is written by remote frees (notified) and must not be the owner's.
 //   - central: under a.mu.
 type superblock struct {
+	// owner-private, the free path's line
+	free       []uint32 // bit set: the object is free in the superblock
+	localFreed int32    // local frees since the last publication (STATS-LAG)
+	limit      int32    // localFreed that sends the free path to publishLocal
+	nfree      int32    // set bits in free, not counting localFreed
+	cursor     int32    // next group refill looks at
+	zeroedFrom int32    // objects at or above this index are known to read as zero
+	class      uint8
+	list       uint8 // which list prev/next link it into
+	prev, next *superblock
+
 	// shared
 	meta   atomic.Uint64 // gen<<32 | state<<8 | class: the authoritative layout
 	owner  atomic.Pointer[Cache]
@@ -56,26 +71,20 @@ type superblock struct {
 	// notification stack; only the goroutine that set it may link it (nextNotify).
 	notified   atomic.Bool
 	nextNotify atomic.Pointer[superblock]
+	_          [24]byte
 
-	// owner-private
-	free       []uint32 // bit set: the object is free in the superblock
-	nfree      int32    // set bits in free, not counting localFreed
-	localFreed int32    // local frees since the last publication (STATS-LAG)
-	limit      int32    // localFreed that sends the free path to freeSlow
-	cursor     int32    // next group refill looks at
-	zeroedFrom int32    // objects at or above this index are known to read as zero
-	class      uint8
-	list       uint8 // which list prev/next link it into
-	prev, next *superblock
-	sites      []uint32 // debug mode: each object's allocation site
-
-	// central
+	// central, and debug mode's
 	idx    uint32
-	runLen uint32  // large head: superblocks in the run
-	usable uintptr // large head: usable bytes
-	dirty  bool    // used since it was last fresh: may be committed and nonzero
-	site   uint32  // debug mode, large head: the allocation site
+	runLen uint32   // large head: superblocks in the run
+	usable uintptr  // large head: usable bytes
+	dirty  bool     // used since it was last fresh: may be committed and nonzero
+	site   uint32   // debug mode, large head: the allocation site
+	sites  []uint32 // debug mode, owner-private: each object's allocation site
+	_      [16]byte
 }
+
+var _ = [1]struct{}{}[unsafe.Sizeof(superblock{})-192]
+var _ = [1]struct{}{}[unsafe.Offsetof(superblock{}.meta)-64]
 
 // Lists a superblock can be on (superblock.list).
 const (
