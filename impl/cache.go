@@ -438,7 +438,6 @@ func (c *Cache) refill(k int) error {
 func (c *Cache) takeGroup(k int) bool {
 	cc := &c.cls[k]
 	sb := cc.sb
-	c.publishFrees(k, sb.foldFreed())
 	rs := sb.remote.Load()
 	ng := int32(sb.groups())
 	for j := int32(0); j < ng; j++ {
@@ -457,6 +456,8 @@ func (c *Cache) takeGroup(k int) bool {
 		b := sb.free[g]
 		n := popcount(b)
 		sb.free[g] = 0
+		// nfree may go below zero: bits of localFreed are taken too, and are
+		// folded in at the next publishLocal; nfree+localFreed stays the count.
 		sb.nfree -= n
 		sb.cursor = g + 1
 		if sb.cursor == ng {

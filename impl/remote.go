@@ -98,6 +98,9 @@ func (a *Allocator) forward(sb *superblock) {
 
 // drainNotify collects the remote frees of every superblock on c's stack.
 func (c *Cache) drainNotify() {
+	if c.notify.Load() == nil {
+		return // the common case, without the locked swap
+	}
 	for sb := c.notify.Swap(nil); sb != nil; {
 		next := sb.nextNotify.Load()
 		// Reset before collecting: a bit set after the collection below will find

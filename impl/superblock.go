@@ -56,7 +56,7 @@ type superblock struct {
 	free       []uint32 // bit set: the object is free in the superblock
 	localFreed int32    // local frees since the last publication (STATS-LAG)
 	limit      int32    // localFreed that sends the free path to publishLocal
-	nfree      int32    // set bits in free, not counting localFreed
+	nfree      int32    // set bits in free minus localFreed (negative while taken bits are unfolded)
 	cursor     int32    // next group refill looks at
 	zeroedFrom int32    // objects at or above this index are known to read as zero
 	class      uint8
