@@ -17,8 +17,10 @@
 // free) sets a bit in the superblock's remote set with a CAS and pushes the
 // superblock onto its owner's notification stack (lock-free, push-one/pop-all); the
 // owner collects on its slow path. A remote free always returns the object to its
-// owner, never to the freeing cache. Closing a cache orphans its superblocks;
-// remote frees still land in them, and a later refill adopts them.
+// owner, never to the freeing cache. Closing a cache orphans its superblocks; a
+// cache that frees into an orphan adopts it first (so a goroutine that takes
+// over another's objects takes over their superblocks), and a refill that
+// needs room adopts orphans before it takes fresh superblocks.
 //
 // Allocation. For each class a cache holds at most one group of up to 32 objects
 // taken from its current superblock (the "held" objects). Alloc pops the lowest

@@ -19,12 +19,13 @@ type Cache struct {
 	base    uintptr // a.base, here so the free path reads one line
 	wayMask uintptr
 	closed  bool
-	front   bool // one of the Allocator's own caches (front.go)
+	front   bool   // one of the Allocator's own caches (front.go)
+	misses  uint32 // superblock-cache misses not yet added to ev.sbcFills
 	id      int
 	// The superblock cache's entries are lines: sbc starts at offset 56
 	// because the Go heap puts an 8-byte header before a pointerful object of
 	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
-	_ [16]byte
+	_ [12]byte
 
 	sbc   [maxWays]sbEntry // the superblock cache (sbcache.go)
 	cls   [clsSlots]classCache
@@ -40,6 +41,10 @@ type Cache struct {
 }
 
 var _ = [1]struct{}{}[unsafe.Offsetof(Cache{}.sbc)-56]
+
+// missBatch: superblock-cache misses are published in batches, like frees;
+// Stats.SuperblockCacheMisses lags by fewer than this per cache until a flush.
+const missBatch = 64
 
 // clsSlots is NumClasses rounded up to a power of two, so that the fast paths
 // index cls with a mask instead of a bounds check.
@@ -292,7 +297,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 		return ErrClosed
 	}
 	i := off >> spec.SuperblockShift
-	if e := c.way(i); e.key == i<<1 {
+	if e := c.way(i); e.key == i<<1 && !c.adoptOnFree(e.sb) {
 		return c.freeRemote(e, off)
 	}
 	addr := a.base + off
@@ -306,9 +311,13 @@ func (c *Cache) freeMiss(off uintptr) error {
 	gen, state, k := unpackMeta(sb.meta.Load())
 	switch state {
 	case stateSmall:
+		c.adoptOnFree(sb)
 		e := c.way(i)
 		c.fillEntry(e, i, sb, gen, k)
-		c.ev.sbcFills.Add(1)
+		if c.misses++; c.misses == missBatch { // not a locked add on every miss
+			c.ev.sbcFills.Add(missBatch)
+			c.misses = 0
+		}
 		switch {
 		case e.mine() && c.a.debug:
 			return c.freeDebug(e, off)
@@ -500,6 +509,30 @@ func (c *Cache) setCurrent(k int, sb *superblock) {
 	}
 }
 
+// adoptOnFree makes c the owner of sb if sb is an orphan, so that this free and
+// the ones after it are local: a goroutine that takes over another's objects
+// (larson's successors) takes over their superblocks as it frees into them,
+// instead of freeing into orphans remotely until a refill happens to adopt
+// them. It reports whether it adopted.
+func (c *Cache) adoptOnFree(sb *superblock) bool {
+	if sb.owner.Load() != nil {
+		return false
+	}
+	a := c.a
+	a.mu.Lock()
+	if sb.list != listOrphan { // pooled, or adopted meanwhile
+		a.mu.Unlock()
+		return false
+	}
+	a.unlinkOrphan(sb)
+	a.counts.orphaned--
+	sb.owner.Store(c)
+	a.mu.Unlock()
+	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
+	c.collect(sb)    // files it on c's lists (or releases it, if all is free)
+	return true
+}
+
 // acquire finds class k a superblock outside c: an orphan, or one from the pool.
 func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	a.mu.Lock()
@@ -526,6 +559,8 @@ func (c *Cache) Flush() {
 }
 
 func (c *Cache) flush() {
+	c.ev.sbcFills.Add(uint64(c.misses))
+	c.misses = 0
 	for k := range spec.NumClasses {
 		cc := &c.cls[k]
 		if cc.bits != 0 {

@@ -46,7 +46,8 @@ type Stats struct {
 	WriteAfterFrees uint64
 	// SuperblockCacheMisses counts frees of small objects that missed the
 	// freeing cache's superblock cache and read the header (a stale entry
-	// refreshed counts too); 1 - misses/frees is the hit rate.
+	// refreshed counts too); 1 - misses/frees is the hit rate. Published in
+	// batches of 64 a cache: exact after every cache flushed.
 	SuperblockCacheMisses uint64
 	// Reserved is the address space reserved. Committed is the memory that may be
 	// resident: every superblock used since it was last fresh (an upper bound on

@@ -483,8 +483,9 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 
 // ExpectFree predicts, from a snapshot, the exact outcome of cache id freeing the
 // object at addr (FREE-DOUBLE, FREE-INVALID): the start of a live object succeeds;
-// anything else is an error, except a remote free of a slot start that is not
-// live and has no free pending, which is accepted and found later.
+// anything else is an error, except a remote free (into a superblock another
+// open cache owns) of a slot start that is not live and has no free pending,
+// which is accepted and found later.
 func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 	if addr == 0 {
 		return oracle.OK
@@ -526,8 +527,8 @@ func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 	switch {
 	case sb.live(g)&bit != 0:
 		return oracle.OK
-	case sb.Owner == id || sb.Pending[g]&bit != 0:
-		return oracle.DoubleFree
+	case sb.Owner == id || sb.Orphan || sb.Pending[g]&bit != 0:
+		return oracle.DoubleFree // the owner sees it; an orphan is adopted by the freer first
 	}
 	return oracle.OK // remote: accepted, found when the owner collects
 }
