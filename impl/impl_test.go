@@ -535,27 +535,38 @@ func TestRemoteFreeReturnsToOwner(t *testing.T) {
 	must(t, h.FreeAll())
 }
 
-// TestOrphanAdoption: a closed cache's superblocks become orphans; remote frees
-// still land in them; a later refill adopts them; nothing leaks.
+// TestOrphanAdoption: a closed cache's superblocks become orphans; a cache that
+// frees into one adopts it, so its frees are local from then on; a refill
+// adopts orphans with room before it takes fresh superblocks; nothing leaks.
 func TestOrphanAdoption(t *testing.T) {
-	h, ids := harness(t, impl.Options{Reserve: 8 * spec.SuperblockSize}, 2)
-	c, d := ids[0], ids[1]
+	h, ids := harness(t, impl.Options{Reserve: 16 * spec.SuperblockSize}, 3)
+	c, d, e := ids[0], ids[1], ids[2]
 	var objs []uintptr
 	for range 100 {
-		objs = append(objs, alloc(t, h, c, 1000))
+		objs = append(objs, alloc(t, h, c, 1000)) // two superblocks of 64
 	}
 	must(t, h.CloseCache(c))
-	if s := h.A.Stats(); s.OrphanedSuperblocks == 0 {
-		t.Fatal("Close left no orphans")
+	if s := h.A.Stats(); s.OrphanedSuperblocks != 2 {
+		t.Fatalf("Close left %d orphans, want 2", s.OrphanedSuperblocks)
 	}
-	for _, a := range objs[:60] {
-		must(t, h.Free(d, a)) // into orphans
+	must(t, h.Free(d, objs[0])) // adopts the first orphan on the way
+	owners := func() map[int]int {
+		m := map[int]int{}
+		for _, sb := range h.A.Snapshot().Superblocks {
+			if sb.State == impl.SBSmall {
+				m[sb.Owner]++
+			}
+		}
+		return m
 	}
-	for range 200 { // d's refills adopt the orphans with room
-		alloc(t, h, d, 1000)
+	if o := owners(); o[d] != 1 || o[-1] != 1 {
+		t.Fatalf("after one free into an orphan: owners %v", o)
 	}
-	if s := h.A.Stats(); s.OrphanedSuperblocks != 0 {
-		t.Fatalf("orphans with room were not adopted before the pool: %d left", s.OrphanedSuperblocks)
+	for range 64 { // e's refill adopts the other orphan, which has room, before the pool
+		alloc(t, h, e, 1000)
+	}
+	if o := owners(); o[-1] != 0 || o[e] == 0 {
+		t.Fatalf("orphans with room were not adopted before the pool: owners %v", o)
 	}
 	must(t, h.FreeAll())
 }
