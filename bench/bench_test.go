@@ -30,7 +30,7 @@ func BenchmarkCacheThrash(b *testing.B)      { runBench(b, "cache-thrash", "", n
 func BenchmarkCacheScratch(b *testing.B)     { runBench(b, "cache-scratch", "", nil) }
 
 func BenchmarkPair(b *testing.B) {
-	runBench(b, "pair-", "size", func(p *Params, n int) { p.PairKeepN, p.PairBatchN = n, n })
+	runBench(b, "pair-", "size", func(p *Params, n int) { p.PairKeepN, p.PairBatchN, p.PairExactN = n, n, true })
 }
 
 // runBench runs every workload whose name starts with prefix, the rest of the

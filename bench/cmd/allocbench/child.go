@@ -47,8 +47,8 @@ type Measurement struct {
 	// memory mode, bytes. RSS figures are over the baseline taken before the
 	// workload; -1 = not applicable.
 	BaseRSS, PeakRSS, PeakLive, Harness int64
-	FreeCommitted, FreeResRSS, FreeRSS int64 // after every object is freed
-	TrimCommitted, TrimResRSS, TrimRSS int64 // after Trim (Go heap: GC + FreeOSMemory)
+	FreeCommitted, FreeResRSS, FreeRSS  int64 // after every object is freed
+	TrimCommitted, TrimResRSS, TrimRSS  int64 // after Trim (Go heap: GC + FreeOSMemory)
 
 	Err string `json:",omitempty"`
 }

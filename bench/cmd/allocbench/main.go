@@ -5,7 +5,7 @@
 // and writes CSV files, a markdown report and an SVG chart under
 // bench/results/ (bench/results/quick/ with -quick).
 //
-//	go -C bench run ./cmd/allocbench            # full suite, 5 runs (~15 min)
+//	go -C bench run ./cmd/allocbench            # full suite, 5 runs (~16 min)
 //	go -C bench run ./cmd/allocbench -quick     # CI: under ~3 min
 //	go -C bench run ./cmd/allocbench -workloads larson-8-1000,pair-64-keep1 \
 //	    -allocators refalloc-cache,go-heap -runs 3 -phases suite
@@ -151,7 +151,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.anchors, "anchors", "", "C anchors CSV (default bench/results/c-anchors.csv)")
 	o.memWorkloads = []string{"larson-*", "threadtest-*", "linux-scalability-*", "xmalloc-test-*"}
 	fs.Var(listFlag{&o.memWorkloads}, "mem-workloads", "workloads of the memory pass (run at the largest -threads)")
-	fs.IntVar(&o.statsPairs, "stats-pairs", 0, "stats overhead: interleaved on/off pairs of runs (default 8; 3 with -quick)")
+	fs.IntVar(&o.statsPairs, "stats-pairs", 0, "stats overhead: interleaved on/off pairs of runs (default 10; 3 with -quick)")
 	fs.IntVar(&o.statsRounds, "stats-rounds", 0, "stats overhead: rounds per run (default 7; 3 with -quick)")
 	o.sweepThreads = []int{1, 2}
 	fs.Var(intsFlag{&o.sweepThreads}, "sweep-threads", "superblock-cache sweep: thread counts")
@@ -191,7 +191,7 @@ func parseFlags(args []string) (*options, error) {
 		}
 	}
 	def(&o.runs, 5, 3)
-	def(&o.statsPairs, 8, 3)
+	def(&o.statsPairs, 10, 3)
 	def(&o.statsRounds, 7, 3)
 	for _, ph := range o.phases {
 		if !slices.Contains(allPhases, ph) {
@@ -319,8 +319,9 @@ func run(o *options) error {
 	time.Sleep(time.Second)
 	idle := foreignPct(pre, sampleCPU(0))
 	r.printf("# allocbench %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	r.printf("Host: %s, %d CPUs, %s. Mode: %s; runs=%d (interleaved); threads=%v.\n",
-		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(), modeName(o.quick), o.runs, o.threads)
+	r.printf("Host: %s, %d CPUs (%s), %s. Mode: %s; runs=%d (interleaved); threads=%v.\n",
+		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), modeName(o.quick), o.runs, o.threads)
+	r.printf("refalloc: %s.\n", implVersion(modDir))
 	r.printf("CPU used by other processes in the 1 s before the benchmark: %.0f%% of the machine.\n\n", idle)
 	if idle > 15 {
 		fmt.Fprintf(os.Stderr, "allocbench: warning: other processes use %.0f%% of the CPUs; results will be noisy\n", idle)
@@ -363,6 +364,21 @@ func run(o *options) error {
 	}
 	fmt.Fprintf(os.Stderr, "allocbench: wrote allocbench.{md,csv,svg}, memory.csv, stats-overhead.csv, sweep.csv in %s\n", o.out)
 	return nil
+}
+
+// implVersion says which refalloc was measured: the commit, and whether impl/
+// had uncommitted changes (read-only git commands).
+func implVersion(modDir string) string {
+	root := filepath.Dir(modDir)
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "version unknown (no git)"
+	}
+	v := "commit " + strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "impl", "spec").Output(); err == nil && len(st) > 0 {
+		v += fmt.Sprintf(" with uncommitted changes in impl/ or spec/ (%d files)", strings.Count(string(st), "\n"))
+	}
+	return v
 }
 
 func modeName(quick bool) string {

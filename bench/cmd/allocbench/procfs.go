@@ -62,15 +62,15 @@ func sampleCPU(own float64) cpuSample {
 }
 
 // foreignPct is the CPU other processes used between a and b, as a percentage
-// of all the machine's CPUs (0–100). Jiffy rounding can make it slightly
-// negative on short intervals; it is clamped.
+// of all the machine's CPUs (0–100). /proc/stat counts in 10 ms ticks, so on
+// intervals under ~0.1 s it is coarse; it is clamped to 0–100.
 func foreignPct(a, b cpuSample) float64 {
 	wall := b.wall.Sub(a.wall).Seconds()
 	if wall <= 0 {
 		return 0
 	}
 	f := (b.busy - a.busy) - (b.own - a.own)
-	return max(0, 100*f/(wall*float64(runtime.NumCPU())))
+	return min(100, max(0, 100*f/(wall*float64(runtime.NumCPU()))))
 }
 
 // gcSample is the GC's cost so far: its CPU time as the runtime estimates it,
@@ -157,4 +157,14 @@ func mapRange(line string) (lo, hi uintptr, ok bool) {
 		return 0, 0, false
 	}
 	return uintptr(x), uintptr(y), true
+}
+
+func cpuModel() string {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
 }
