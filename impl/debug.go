@@ -118,18 +118,13 @@ func (c *Cache) handOutDebug(n, k int) []byte {
 	s := unsafe.Slice((*byte)(unsafe.Add(cc.base, uintptr(i)*uintptr(cc.size))), cc.size)
 	idx := int(cc.group)*32 + i
 	if cc.needzero {
-		c.verifyPoison(s, k, cc.sb.sites[idx])
+		c.a.verifyPoison(c, s, k, cc.sb.sites[idx])
 	}
 	// Always: a stale remote free of a held object poisoned it (and was
 	// dropped as a double free), fresh or not.
 	clear(s)
 	cc.sb.sites[idx] = c.a.sites.record()
 	return s[:n]
-}
-
-// verifyPoison reports the first byte of s that is not Poison.
-func (c *Cache) verifyPoison(s []byte, k int, site uint32) {
-	c.a.verifyPoison(c, s, k, site)
 }
 
 // verifyPoison reports (to OnError, counted against c, or the Allocator when c

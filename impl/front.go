@@ -71,13 +71,11 @@ func (f *front) lock() *shard {
 	return s
 }
 
-func (f *front) unlock(s *shard) { s.mu.Unlock() }
-
 // Alloc is Cache.Alloc, safe for concurrent use.
 func (a *Allocator) Alloc(n int) ([]byte, error) {
 	s := a.front.lock()
 	b, err := s.c.Alloc(n)
-	a.front.unlock(s)
+	s.mu.Unlock()
 	return b, err
 }
 
@@ -85,7 +83,7 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 	s := a.front.lock()
 	b, err := s.c.AllocAligned(n, align)
-	a.front.unlock(s)
+	s.mu.Unlock()
 	return b, err
 }
 
@@ -96,7 +94,7 @@ func (a *Allocator) Free(b []byte) error {
 	}
 	s := a.front.lock()
 	err := s.c.Free(b)
-	a.front.unlock(s)
+	s.mu.Unlock()
 	return err
 }
 

@@ -86,6 +86,6 @@ func (c *Cache) resizable(b []byte, n int) bool {
 func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 	s := a.front.lock()
 	r, err := s.c.Realloc(b, n)
-	a.front.unlock(s)
+	s.mu.Unlock()
 	return r, err
 }
