@@ -499,7 +499,8 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 	for sb := a.orphanNotify.Swap(nil); sb != nil; {
 		next := sb.nextNotify.Load()
 		sb.notified.Store(false)
-		if sb.list == listOrphan {
+		// Owner first: an adopted superblock's list field is its owner's.
+		if sb.owner.Load() == nil && sb.list == listOrphan {
 			a.collectOrphan(c, sb)
 		} else {
 			a.forward(sb)

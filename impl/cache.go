@@ -520,7 +520,9 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 	}
 	a := c.a
 	a.mu.Lock()
-	if sb.list != listOrphan { // pooled, or adopted meanwhile
+	// Owner first: only under a.mu does it leave nil, and while it is nil the
+	// list field is a.mu's; once it is not, list is its owner's, not ours to read.
+	if sb.owner.Load() != nil || sb.list != listOrphan { // adopted meanwhile, or pooled
 		a.mu.Unlock()
 		return false
 	}
