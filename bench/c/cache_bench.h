@@ -41,13 +41,12 @@ typedef struct {
 } arg_t;
 
 static long g_iterations, g_objsize, g_reps_per_thread;
-static pthread_barrier_t g_barrier;
 static int g_show_addrs; /* env CACHE_BENCH_ADDRS=1: print object addresses */
 
 static void *run(void *varg) {
     arg_t *a = varg;
     unsigned long sum = 0;
-    pthread_barrier_wait(&g_barrier);
+    gate_wait();
     if (a->handed != NULL)
         free(a->handed);
     for (long it = 0; it < g_iterations; it++) {
@@ -90,7 +89,6 @@ int main(int argc, char **argv) {
     g_reps_per_thread = reps / threads;
 
     arg_t *args = aligned_alloc(CACHE_LINE, sizeof(arg_t) * (size_t)threads);
-    pthread_t *tids = xmalloc_or_die(sizeof(pthread_t) * (size_t)threads);
     if (args == NULL) {
         fprintf(stderr, "%s: out of memory\n", name);
         return 1;
@@ -111,19 +109,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    pthread_barrier_init(&g_barrier, NULL, (unsigned)threads + 1);
-    for (long t = 0; t < threads; t++)
-        if (pthread_create(&tids[t], NULL, run, &args[t]) != 0) {
-            fprintf(stderr, "%s: pthread_create failed\n", name);
-            return 1;
-        }
-    pthread_barrier_wait(&g_barrier);
-    double t0 = now_sec();
-    for (long t = 0; t < threads; t++)
-        pthread_join(tids[t], NULL);
-    double elapsed = now_sec() - t0;
-    pthread_barrier_destroy(&g_barrier);
-    free(tids);
+    double elapsed = run_timed(name, threads, run, args, sizeof args[0]);
     free(args);
 
     printf("%s: threads=%ld iterations=%ld objsize=%ld repetitions=%ld: %.4f s\n", name, threads,

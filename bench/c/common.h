@@ -8,6 +8,7 @@
 #define REFALLOC_BENCH_COMMON_H
 
 #define _GNU_SOURCE 1
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,5 +112,33 @@ static inline void print_result(const char *workload, long threads, const char *
 }
 
 #define CACHE_LINE 64
+
+
+/* The start gate every threaded benchmark shares: workers wait on it so that
+ * thread start-up is outside the clock. */
+static pthread_barrier_t g_barrier;
+
+static inline void gate_wait(void) { pthread_barrier_wait(&g_barrier); }
+
+/* run_timed starts threads workers run(arg + t*stride), releases them together,
+ * joins them, and returns the seconds between the release and the last join.
+ * On a failed pthread_create it prints and exits. */
+static inline double run_timed(const char *name, long threads, void *(*run)(void *), void *arg, size_t stride) {
+    pthread_t *tids = xmalloc_or_die(sizeof(pthread_t) * (size_t)threads);
+    pthread_barrier_init(&g_barrier, NULL, (unsigned)threads + 1);
+    for (long t = 0; t < threads; t++)
+        if (pthread_create(&tids[t], NULL, run, arg ? (char *)arg + (size_t)t * stride : NULL) != 0) {
+            fprintf(stderr, "%s: pthread_create failed\n", name);
+            exit(1);
+        }
+    pthread_barrier_wait(&g_barrier);
+    double t0 = now_sec();
+    for (long t = 0; t < threads; t++)
+        pthread_join(tids[t], NULL);
+    double elapsed = now_sec() - t0;
+    pthread_barrier_destroy(&g_barrier);
+    free(tids);
+    return elapsed;
+}
 
 #endif

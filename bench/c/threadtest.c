@@ -15,7 +15,6 @@
 #include <pthread.h>
 
 static long g_iterations, g_per_thread, g_work, g_words;
-static pthread_barrier_t g_barrier;
 
 static inline void busy(long work) {
     for (volatile long w = 0; w < work; w++) {
@@ -25,7 +24,7 @@ static inline void busy(long work) {
 static void *run(void *arg) {
     (void)arg;
     void **objs = xmalloc_or_die((size_t)g_per_thread * sizeof(void *));
-    pthread_barrier_wait(&g_barrier);
+    gate_wait();
     for (long it = 0; it < g_iterations; it++) {
         for (long i = 0; i < g_per_thread; i++) {
             uint64_t *p = malloc((size_t)g_words * 8);
@@ -67,21 +66,7 @@ int main(int argc, char **argv) {
     }
     g_per_thread = objects / threads;
 
-    pthread_t *tids = xmalloc_or_die(sizeof(pthread_t) * (size_t)threads);
-    /* The barrier includes main so that thread start-up is outside the clock. */
-    pthread_barrier_init(&g_barrier, NULL, (unsigned)threads + 1);
-    for (long t = 0; t < threads; t++)
-        if (pthread_create(&tids[t], NULL, run, NULL) != 0) {
-            fprintf(stderr, "threadtest: pthread_create failed\n");
-            return 1;
-        }
-    pthread_barrier_wait(&g_barrier);
-    double t0 = now_sec();
-    for (long t = 0; t < threads; t++)
-        pthread_join(tids[t], NULL);
-    double elapsed = now_sec() - t0;
-    pthread_barrier_destroy(&g_barrier);
-    free(tids);
+    double elapsed = run_timed("threadtest", threads, run, NULL, 0);
 
     printf("threadtest: threads=%ld iterations=%ld objects=%ld work=%ld size=%ld B: %.4f s\n",
            threads, g_iterations, objects, g_work, g_words * 8, elapsed);
