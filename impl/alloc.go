@@ -63,6 +63,7 @@ package impl
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -324,8 +325,8 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 		for {
 			w := rs.w[g].Load()
 			if rs.w[g].CompareAndSwap(w, uint64(next)<<32) {
-				for bits := uint32(w); bits != 0; bits &= bits - 1 {
-					a.lateDouble(c, sb, int(k), g*32+trailingZeros(bits))
+				for p := uint32(w); p != 0; p &= p - 1 {
+					a.lateDouble(c, sb, int(k), g*32+bits.TrailingZeros32(p))
 				}
 				break
 			}

@@ -15,8 +15,6 @@ import (
 // it re-reads the superblock's owner, which the closing cache set to nil first.
 var closedStack = new(superblock)
 
-func trailingZeros(x uint32) int { return bits.TrailingZeros32(x) }
-
 // freeRemote frees the object at offset off of a superblock c does not own, using
 // the entry e (a hit, or just filled). The CAS carries e.gen: it succeeds only if
 // the superblock is still in the generation e describes (CACHE-COHERENT).
@@ -151,7 +149,7 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 	}
 	pending := uint32(old)
 	for d := pending & bad; d != 0; d &= d - 1 {
-		a.lateDouble(c, sb, int(sb.class), g*32+trailingZeros(d))
+		a.lateDouble(c, sb, int(sb.class), g*32+bits.TrailingZeros32(d))
 	}
 	good := pending &^ bad
 	sb.free[g] |= good
