@@ -304,6 +304,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	sb.initSmall(k, a.debug)
 	sb.dirty = true
 	sb.owner.Store(c)
+	yield(YieldAcquireCarve)
 	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
 	a.counts.small++
 	return sb
@@ -315,16 +316,16 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 // Under a.mu.
 func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	gen, _, k := unpackMeta(sb.meta.Load())
-	next := gen + 1
-	// CACHE-COHERENT: stamp every remote word with the next generation before the
-	// layout changes, so a free computed from the old layout fails its CAS. A bit
-	// still pending here targets an object that is not live (all are free): a
-	// double free, dropped.
+	next, tag := nextGen(gen)
+	// CACHE-COHERENT: stamp every remote word with the next generation (or retire
+	// the set, at a wrap) before the layout changes, so a free computed from the
+	// old layout fails its CAS. A bit still pending here targets an object that
+	// is not live (all are free): a double free, dropped.
 	rs := sb.remote.Load()
 	for g := range rs.w {
 		for {
 			w := rs.w[g].Load()
-			if rs.w[g].CompareAndSwap(w, uint64(next)<<32) {
+			if rs.w[g].CompareAndSwap(w, uint64(tag)<<32) {
 				for p := uint32(w); p != 0; p &= p - 1 {
 					a.lateDouble(c, sb, int(k), g*32+bits.TrailingZeros32(p))
 				}
@@ -332,6 +333,7 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 			}
 		}
 	}
+	yield(YieldReleaseStamped)
 	if a.debug {
 		a.verifyReleased(c, sb)
 		poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
@@ -422,7 +424,7 @@ func (a *Allocator) Trim() error {
 		return ErrClosed
 	}
 	a.Flush()
-	a.mu.Lock()
+	a.lock()
 	defer a.mu.Unlock()
 	return a.decommitPool(0)
 }
@@ -499,6 +501,7 @@ func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
 func (a *Allocator) drainOrphanNotify(c *Cache) {
 	for sb := a.orphanNotify.Swap(nil); sb != nil; {
 		next := sb.nextNotify.Load()
+		yield(YieldOrphanDrain)
 		sb.notified.Store(false)
 		// Owner first: an adopted superblock's list field is its owner's.
 		if sb.owner.Load() == nil && sb.list == listOrphan {
@@ -528,7 +531,7 @@ func (a *Allocator) Close() error {
 		return ErrClosed
 	}
 	live := a.liveObjects()
-	a.mu.Lock()
+	a.lock()
 	a.markAllPending()
 	err := a.be.release()
 	a.mu.Unlock()

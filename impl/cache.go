@@ -308,29 +308,42 @@ func (c *Cache) freeMiss(off uintptr) error {
 	if sb == nil {
 		return c.reject(errInvalid(addr, -1))
 	}
-	gen, state, k := unpackMeta(sb.meta.Load())
-	switch state {
-	case stateSmall:
-		c.adoptOnFree(sb)
-		e := c.way(i)
-		c.fillEntry(e, i, sb, gen, k)
-		if c.misses++; c.misses == missBatch { // not a locked add on every miss
-			c.ev.sbcFills.Add(missBatch)
-			c.misses = 0
+	for {
+		// The remote set before and after the header: if it did not change, it
+		// is the set of the period the header describes (fillEntry).
+		rs := sb.remote.Load()
+		gen, state, k := unpackMeta(sb.meta.Load())
+		yield(YieldFreeHeader)
+		switch state {
+		case stateSmall:
+			// CACHE-COHERENT: a new small period began since the loads, or
+			// adoption waited on a.mu while this one ended: what was read may
+			// describe a layout that is gone. Once c owns sb, only c changes
+			// it, so the next reading is final.
+			if sb.remote.Load() != rs || c.adoptOnFree(sb) {
+				continue
+			}
+			e := c.way(i)
+			c.fillEntry(e, i, sb, rs, gen, k)
+			if c.misses++; c.misses == missBatch { // not a locked add on every miss
+				c.ev.sbcFills.Add(missBatch)
+				c.misses = 0
+			}
+			switch {
+			case e.mine() && c.a.debug:
+				return c.freeDebug(e, off)
+			case e.mine():
+				return c.free(off)
+			}
+			return c.freeRemote(e, off)
+		case stateLargeHead, stateLargeTail:
+			yield(YieldLargeFree)
+			return c.reject(a.freeLarge(off))
+		case statePool:
+			return c.reject(a.stalePoolFree(off, k))
 		}
-		switch {
-		case e.mine() && c.a.debug:
-			return c.freeDebug(e, off)
-		case e.mine():
-			return c.free(off)
-		}
-		return c.freeRemote(e, off)
-	case stateLargeHead, stateLargeTail:
-		return c.reject(a.freeLarge(off))
-	case statePool:
-		return c.reject(a.stalePoolFree(off, k))
+		return c.reject(errInvalid(addr, -1))
 	}
-	return c.reject(errInvalid(addr, -1))
 }
 
 // publishLocal publishes sb's local frees and files sb by its new free count.
@@ -406,7 +419,8 @@ func (c *Cache) release(sb *superblock) {
 	if !mutant.StaleOwner {
 		c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry
 	}
-	c.a.mu.Lock()
+	yield(YieldReleaseLock)
+	c.a.lock()
 	c.a.releaseLocked(c, sb)
 	c.a.mu.Unlock()
 }
@@ -519,7 +533,8 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 		return false
 	}
 	a := c.a
-	a.mu.Lock()
+	yield(YieldAdoptLock)
+	a.lock()
 	// Owner first: only under a.mu does it leave nil, and while it is nil the
 	// list field is a.mu's; once it is not, list is its owner's, not ours to read.
 	if sb.owner.Load() != nil || sb.list != listOrphan { // adopted meanwhile, or pooled
@@ -531,13 +546,14 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 	sb.owner.Store(c)
 	a.mu.Unlock()
 	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
-	c.collect(sb)    // files it on c's lists (or releases it, if all is free)
+	yield(YieldAdoptCollect)
+	c.collect(sb) // files it on c's lists (or releases it, if all is free)
 	return true
 }
 
 // acquire finds class k a superblock outside c: an orphan, or one from the pool.
 func (a *Allocator) acquire(c *Cache, k int) *superblock {
-	a.mu.Lock()
+	a.lock()
 	defer a.mu.Unlock()
 	a.drainOrphanNotify(c)
 	sb := a.adoptOrphan(c, k)
@@ -568,9 +584,7 @@ func (c *Cache) flush() {
 		if cc.bits != 0 {
 			n := popcount(cc.bits)
 			if c.a.debug { // they may be fresh zeros: free objects hold poison
-				for b := cc.bits; b != 0; b &= b - 1 {
-					poison(unsafe.Slice((*byte)(unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))), cc.size))
-				}
+				c.a.poisonObjects(cc.sb, int(cc.group), cc.bits)
 			}
 			cc.sb.free[cc.group] |= cc.bits
 			cc.sb.nfree += n
@@ -602,7 +616,7 @@ func (c *Cache) flush() {
 			}
 		}
 	}
-	c.a.mu.Lock()
+	c.a.lock()
 	c.a.drainOrphanNotify(c)
 	c.a.mu.Unlock()
 }
@@ -617,7 +631,7 @@ func (c *Cache) Close() error {
 	c.flush()
 	c.closed = true
 	a := c.a
-	a.mu.Lock()
+	a.lock()
 	for k := range spec.NumClasses {
 		l := &c.lists[k]
 		for _, head := range []*superblock{c.cls[k].sb, l.partial, l.full} {
@@ -637,6 +651,7 @@ func (c *Cache) Close() error {
 		*l = classLists{}
 	}
 	a.mu.Unlock()
+	yield(YieldCloseOrphaned)
 	// The owners are nil now; close the stack and forward what was on it.
 	for sb := c.notify.Swap(closedStack); sb != nil; {
 		next := sb.nextNotify.Load()

@@ -177,6 +177,16 @@ func (c *Cache) freeDebug(e *sbEntry, off uintptr) error {
 	return err
 }
 
+// poisonObjects poisons the objects of group g of sb that bits names.
+func (a *Allocator) poisonObjects(sb *superblock, g int, bits32 uint32) {
+	size := spec.ClassSize(int(sb.class))
+	base := a.sbAddr(sb)
+	for b := bits32; b != 0; b &= b - 1 {
+		idx := g*32 + bits.TrailingZeros32(b)
+		poison(unsafe.Slice((*byte)(unsafe.Add(base, idx*size)), size))
+	}
+}
+
 func poison(b []byte) {
 	for i := range b {
 		b[i] = Poison

@@ -56,6 +56,11 @@ func (f *front) lock() *shard {
 	var onStack byte
 	// Goroutine stacks are at least 8 KiB apart; Fibonacci hashing spreads them.
 	b := (uintptr(unsafe.Pointer(&onStack)) >> 13) * 0x9e3779b97f4a7c15 >> 56
+	if yieldPoints {
+		if sb, ok := schedBucket(); ok {
+			b = uintptr(sb) % uintptr(len(f.home))
+		}
+	}
 	h := f.home[b].Load()
 	if s := &f.shards[h&f.mask]; s.mu.TryLock() {
 		return s
@@ -67,7 +72,7 @@ func (f *front) lock() *shard {
 		}
 	}
 	s := &f.shards[h&f.mask]
-	s.mu.Lock()
+	lockMu(&s.mu)
 	return s
 }
 
@@ -103,7 +108,7 @@ func (a *Allocator) Free(b []byte) error {
 func (a *Allocator) Flush() {
 	for i := range a.front.shards {
 		s := &a.front.shards[i]
-		s.mu.Lock()
+		lockMu(&s.mu)
 		s.c.Flush()
 		s.mu.Unlock()
 	}

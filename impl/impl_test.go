@@ -570,3 +570,46 @@ func TestOrphanAdoption(t *testing.T) {
 	}
 	must(t, h.FreeAll())
 }
+
+// TestGenerationWrap (CACHE-COHERENT): a superblock-cache entry filled in one
+// small period must fail its CAS in every later one, also once the 32-bit
+// generation has wrapped around to the entry's value: the wrap retires the
+// remote set, so the entry's words can never carry its generation again. The
+// 2^32-2 periods between are fast-forwarded (impl.FastForward); the ones at
+// the wrap are real.
+func TestGenerationWrap(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 3)
+	c, d, e := ids[0], ids[1], ids[2]
+	first := alloc(t, h, c, 48)
+	x := alloc(t, h, c, 48)
+	i := int((x - h.M.Base()) >> spec.SuperblockShift)
+	gen := func() uint32 { return h.A.Snapshot().Superblocks[i].Gen }
+	entryGen := gen()
+	must(t, h.Free(d, first))
+	must(t, h.Free(d, x)) // d now has a "not mine" entry for the superblock
+	must(t, h.Flush(c))   // c collects: the superblock is empty and released
+	must(t, impl.FastForward(h.A, i, impl.DeadTag-1))
+	// Real periods from the last generation before the wrap until the count
+	// is back at d's entry's.
+	for n := 0; gen() != entryGen; n++ {
+		y := alloc(t, h, e, 64)
+		if int((y-h.M.Base())>>spec.SuperblockShift) != i || n == 2 {
+			t.Fatalf("period %d after the fast-forward: %#x, generation %d", n, y, gen())
+		}
+		must(t, h.Free(e, y))
+		must(t, h.Flush(e))
+	}
+	// A new period at d's entry's generation, in another layout.
+	var ys []uintptr
+	for range 10 {
+		ys = append(ys, alloc(t, h, e, 64))
+	}
+	if int((ys[0]-h.M.Base())>>spec.SuperblockShift) != i || gen() != entryGen {
+		t.Fatalf("the superblock was not reused at generation %d (%#x, gen %d)", entryGen, ys[0], gen())
+	}
+	// Offset 192: a slot start in both layouts (object 4 of class 48, object 3
+	// of class 64). Through a stale entry it would free object 4.
+	must(t, h.Free(d, ys[3]))
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
+}

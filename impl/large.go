@@ -23,7 +23,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	if a.debug {
 		site = a.sites.record()
 	}
-	a.mu.Lock()
+	a.lock()
 	i, ok := a.takeRun(m)
 	if !ok {
 		a.mu.Unlock()
@@ -66,7 +66,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 // freeLarge frees the large object starting at offset off, or says why not.
 func (a *Allocator) freeLarge(off uintptr) error {
 	addr := a.base + off
-	a.mu.Lock()
+	a.lock()
 	defer a.mu.Unlock()
 	head := a.lookup(off >> spec.SuperblockShift)
 	_, state, k := unpackMeta(head.meta.Load())
@@ -87,7 +87,11 @@ func (a *Allocator) freeLarge(off uintptr) error {
 		if j == head.idx {
 			mark = largeMark
 		}
-		sb.meta.Store(packMeta(gen+1, statePool, mark))
+		next, tag := nextGen(gen)
+		if tag == deadTag {
+			sb.retire()
+		}
+		sb.meta.Store(packMeta(next, statePool, mark))
 	}
 	a.large.Frees++
 	a.large.LiveObjects--

@@ -33,7 +33,7 @@ func (a *Allocator) Leaks() []Leak {
 	var out []Leak
 	s := a.snapshot()
 	held := heldGroups(a.openCaches())
-	a.mu.Lock()
+	a.lock()
 	defer a.mu.Unlock()
 	for _, st := range s.Superblocks {
 		sb := a.lookup(uintptr(st.Index))

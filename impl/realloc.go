@@ -72,7 +72,7 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}
 		return !c.notLive(&e, idx>>5, 1<<(idx&31))
 	case stateLargeHead:
-		a.mu.Lock()
+		a.lock()
 		defer a.mu.Unlock()
 		_, state, _ = unpackMeta(sb.meta.Load())
 		u := spec.LargeUsable(n)

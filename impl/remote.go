@@ -5,7 +5,6 @@ package impl
 
 import (
 	"math/bits"
-	"unsafe"
 
 	"github.com/refalloc/refalloc/impl/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
@@ -17,14 +16,17 @@ var closedStack = new(superblock)
 
 // freeRemote frees the object at offset off of a superblock c does not own, using
 // the entry e (a hit, or just filled). The CAS carries e.gen: it succeeds only if
-// the superblock is still in the generation e describes (CACHE-COHERENT).
+// the superblock is still in the period e describes (CACHE-COHERENT). It never
+// writes into the object: until the CAS it is not known to be live, and after
+// it the owner may hand it out again; debug mode's poison is the owner's, when
+// it collects (collectWord).
 func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 	if idx*e.size != rel || idx >= e.nobj {
 		// Not a slot start in the entry's layout; if that layout is stale,
 		// judge by the header's (CACHE-COHERENT: a stale entry decides nothing).
-		if gen, _, _ := unpackMeta(e.sb.meta.Load()); gen != e.gen {
+		if !e.current() {
 			e.key = noKey
 			return c.freeMiss(off)
 		}
@@ -37,9 +39,9 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 	}
 	for {
 		old := w.Load()
+		yield(YieldRemoteTag)
 		if uint32(old>>32) != e.gen && !mutant.StaleSBCache {
-			gen, _, _ := unpackMeta(e.sb.meta.Load())
-			if gen == e.gen {
+			if e.current() {
 				// Stamped but not yet relabelled: the owner is releasing the
 				// superblock, which it only does when no object is live.
 				return c.reject(errDouble(c.a.base+off, int(e.class)))
@@ -51,15 +53,11 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 			// FREE-DOUBLE: a repeated remote free still pending.
 			return c.reject(errDouble(c.a.base+off, int(e.class)))
 		}
-		if c.a.debug {
-			// Before the CAS: once the bit is set, the owner may collect
-			// the object and hand it out again.
-			poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
-		}
 		if w.CompareAndSwap(old, old|uint64(m)) {
 			break
 		}
 	}
+	yield(YieldRemoteNotify)
 	c.a.notify(e.sb)
 	return nil
 }
@@ -71,6 +69,7 @@ func (a *Allocator) notify(sb *superblock) {
 	if sb.notified.Load() || !sb.notified.CompareAndSwap(false, true) {
 		return
 	}
+	yield(YieldNotifyPush)
 	for {
 		head := &a.orphanNotify
 		if o := sb.owner.Load(); o != nil {
@@ -101,6 +100,7 @@ func (c *Cache) drainNotify() {
 	}
 	for sb := c.notify.Swap(nil); sb != nil; {
 		next := sb.nextNotify.Load()
+		yield(YieldDrainPop)
 		// Reset before collecting: a bit set after the collection below will find
 		// notified false and push sb again.
 		sb.notified.Store(false)
@@ -134,14 +134,16 @@ func (a *Allocator) collectAll(c *Cache, held *classCache, sb *superblock) int32
 // collectWord moves the pending remote frees of group g into sb's free bitmap and
 // returns how many there were. A pending bit on an object that is not live (free
 // in the superblock, or in held, the owner's held group) is a double free
-// (FREE-DOUBLE): counted against c and dropped. Caller owns sb (or holds a.mu for
-// an orphan).
+// (FREE-DOUBLE): counted against c and dropped. In debug mode the objects freed
+// are poisoned here, by the owner (DEBUG-POISON): only it may write into an
+// object that is not live. Caller owns sb (or holds a.mu for an orphan).
 func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *remoteSet, g int) int32 {
 	w := &rs.w[g]
 	old := w.Load()
 	if uint32(old) == 0 {
 		return 0
 	}
+	yield(YieldCollectSwap)
 	old = w.Swap(old &^ (1<<32 - 1)) // the tag cannot change while we own sb
 	bad := sb.free[g]
 	if held != nil && held.sb == sb && held.group == int32(g) {
@@ -152,6 +154,9 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 		a.lateDouble(c, sb, int(sb.class), g*32+bits.TrailingZeros32(d))
 	}
 	good := pending &^ bad
+	if a.debug {
+		a.poisonObjects(sb, g, good)
+	}
 	sb.free[g] |= good
 	sb.nfree += popcount(good)
 	return popcount(good)

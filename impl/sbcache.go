@@ -46,10 +46,12 @@ func (e *sbEntry) mine() bool   { return e.key&1 != 0 && e.key != noKey }
 var _ [64 - unsafe.Sizeof(sbEntry{})]byte
 var _ [unsafe.Sizeof(sbEntry{}) - 64]byte
 
-// fillEntry loads e from the authoritative header of superblock i, whose meta
-// was just read as (gen, stateSmall, k). The remote set is read after the meta:
-// acquisition stores it before the meta, so it is at least as new.
-func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, gen uint32, k uint8) {
+// fillEntry loads e from the authoritative header of superblock i: rs, then
+// the meta (gen, stateSmall, k), then rs again, all read by the caller. The
+// remote set is replaced only when a small period starts (ensureRemote), before
+// the meta is stored, and a set is never reused, so an unchanged rs around the
+// meta is that period's set: the entry's tag and words belong to one period.
+func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, rs *remoteSet, gen uint32, k uint8) {
 	key := i << 1
 	if sb.owner.Load() == c || mutant.RemoteIntoLocal {
 		key |= 1
@@ -57,13 +59,22 @@ func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, gen uint32, k u
 	*e = sbEntry{
 		key:   key,
 		sb:    sb,
-		rw:    sb.remote.Load().w,
+		rw:    rs.w,
 		size:  uint32(spec.ClassSize(int(k))),
 		magic: spec.ClassDivMagic(int(k)),
 		nobj:  uint32(spec.ClassObjects(int(k))),
 		gen:   gen,
 		class: k,
 	}
+}
+
+// current reports whether e's superblock is still in the small period e was
+// filled in: the same generation in the same remote set. Generations may repeat
+// across sets (they wrap, see nextGen) but never within one.
+func (e *sbEntry) current() bool {
+	gen, _, _ := unpackMeta(e.sb.meta.Load())
+	rs := e.sb.remote.Load()
+	return gen == e.gen && len(rs.w) > 0 && len(e.rw) > 0 && &rs.w[0] == &e.rw[0]
 }
 
 // invalidate drops c's entry for sb, if it has one.

@@ -122,7 +122,7 @@ func (a *Allocator) snapshot() *Snapshot {
 		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << spec.SuperblockShift,
 	}
 	caches := a.openCaches()
-	a.mu.Lock()
+	a.lock()
 	defer a.mu.Unlock()
 	for _, r := range a.runs {
 		s.FreeRuns = append(s.FreeRuns, Run{int(r.start), int(r.n)})

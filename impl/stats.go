@@ -94,7 +94,7 @@ func (a *Allocator) Stats() Stats {
 		s.WriteAfterFrees += c.ev.waf.Load()
 	}
 	a.regMu.Unlock()
-	a.mu.Lock()
+	a.lock()
 	s.Large = a.large
 	s.SmallSuperblocks, s.LargeSuperblocks, s.OrphanedSuperblocks = a.counts.small, a.counts.large, a.counts.orphaned
 	s.Committed = uint64(a.counts.committed) << spec.SuperblockShift

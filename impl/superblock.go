@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/impl/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -143,14 +144,15 @@ func (sb *superblock) empty() bool { return sb.nfree+sb.localFreed == sb.objects
 
 // ensureRemote gives the superblock a remote set with at least g words, tagged
 // with gen, the generation of the small period that starts. A set that is too
-// small is replaced; a set that is kept is restamped, since a large life may
-// have advanced the generation since the last small release stamped it. The
-// plain store cannot lose a remote free: no entry holds a generation the words
-// carried while the superblock was not small (entries are filled only from a
-// small superblock), so no CAS on them can have succeeded.
+// small or retired (nextGen) is replaced by a new one, never reused, so that an
+// entry's words name one era of generations; a set that is kept is restamped,
+// since a large life may have advanced the generation since the last small
+// release stamped it. The plain store cannot lose a remote free: no entry holds
+// a generation the words carried while the superblock was not small (entries are
+// filled only from a small superblock), so no CAS on them can have succeeded.
 func (sb *superblock) ensureRemote(g int, gen uint32) {
 	rs := sb.remote.Load()
-	if rs != nil && len(rs.w) >= g {
+	if rs != nil && len(rs.w) >= g && !rs.retired() {
 		for i := range rs.w {
 			rs.w[i].Store(uint64(gen) << 32)
 		}
@@ -161,6 +163,39 @@ func (sb *superblock) ensureRemote(g int, gen uint32) {
 		nrs.w[i].Store(uint64(gen) << 32)
 	}
 	sb.remote.Store(nrs)
+}
+
+// deadTag is the tag of a retired remote set: no generation ever takes this
+// value, so no CAS on a retired set can succeed.
+const deadTag = 1<<32 - 1
+
+// nextGen returns the generation after gen and the tag that ends gen's period
+// in the remote set: the next generation, or deadTag when the 32-bit count
+// wraps. CACHE-COHERENT needs a stale entry's CAS to fail; an entry holds its
+// remote set and a generation, and a generation may recur only after a wrap,
+// which retires the set (its words stay deadTag for good and the next small
+// period gets a new set). So within one set no generation repeats, and there
+// is no bound to state: a wrap costs one new set per 2^32-1 periods of a
+// superblock.
+func nextGen(gen uint32) (next, tag uint32) {
+	if gen+1 == deadTag && !mutant.GenWrap {
+		return 0, deadTag
+	}
+	return gen + 1, gen + 1
+}
+
+func (rs *remoteSet) retired() bool {
+	return uint32(rs.w[0].Load()>>32) == deadTag && !mutant.GenWrap
+}
+
+// retire stamps every word of sb's remote set, if it has one, with deadTag.
+// Under a.mu, when the superblock is not small (no CAS can be pending on it).
+func (sb *superblock) retire() {
+	if rs := sb.remote.Load(); rs != nil {
+		for i := range rs.w {
+			rs.w[i].Store(deadTag << 32)
+		}
+	}
 }
 
 // pendingBits reports whether any remote free is pending.

@@ -1,0 +1,31 @@
+package impl
+
+import "fmt"
+
+// DeadTag is the tag of a retired remote set (nextGen).
+const DeadTag = deadTag
+
+// FastForward moves pooled superblock i's generation forward to gen, as the
+// periods in between would have if none left a trace: each one stamps the
+// remote words with the next generation. The generation-wrap test cannot run
+// 2^32 real periods; it runs the ones around the wrap for real. gen must be
+// ahead of the current generation and not past the wrap.
+func FastForward(a *Allocator, i int, gen uint32) error {
+	a.lock()
+	defer a.mu.Unlock()
+	sb := a.lookup(uintptr(i))
+	if sb == nil {
+		return fmt.Errorf("superblock %d was never used", i)
+	}
+	cur, state, k := unpackMeta(sb.meta.Load())
+	if state != statePool || gen <= cur || gen >= deadTag {
+		return fmt.Errorf("superblock %d: state %d generation %d, cannot move to %d", i, state, cur, gen)
+	}
+	if rs := sb.remote.Load(); rs != nil && !rs.retired() {
+		for g := range rs.w {
+			rs.w[g].Store(uint64(gen) << 32)
+		}
+	}
+	sb.meta.Store(packMeta(gen, statePool, k))
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build !refalloc_mutant_genwrap
+
+package mutant
+
+const GenWrap = false
