@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/refalloc/refalloc/impl/internal/mutant"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -320,7 +320,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 			// adoption waited on a.mu while this one ended: what was read may
 			// describe a layout that is gone. Once c owns sb, only c changes
 			// it, so the next reading is final.
-			if sb.remote.Load() != rs || c.adoptOnFree(sb) {
+			if sb.remote.Load() != rs || c.adoptOnFree(sb) && !mutant.AdoptStale {
 				continue
 			}
 			e := c.way(i)

@@ -470,6 +470,9 @@ func TestFastPathNoAtomicRMW(t *testing.T) {
 	if runtime.GOARCH != "amd64" || raceEnabled {
 		t.Skip("the instruction check is written for amd64 without -race")
 	}
+	if testing.Short() {
+		t.Skip("builds the package again")
+	}
 	gotool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool")

@@ -5,8 +5,9 @@ package impl
 
 import (
 	"math/bits"
+	"unsafe"
 
-	"github.com/refalloc/refalloc/impl/internal/mutant"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -52,6 +53,9 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 		if uint32(old)&m != 0 {
 			// FREE-DOUBLE: a repeated remote free still pending.
 			return c.reject(errDouble(c.a.base+off, int(e.class)))
+		}
+		if mutant.PoisonBeforeTag && c.a.debug {
+			poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 		}
 		if w.CompareAndSwap(old, old|uint64(m)) {
 			break

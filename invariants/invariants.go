@@ -350,7 +350,7 @@ func coherent(s *impl.Snapshot, sbs map[int]small) []*Violation {
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: 'mine' entry for superblock %d is stale (%+v)", c.ID, e.Way, e.Superblock, e))
 			case !e.Mine && ok && sb.Owner == c.ID:
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry says superblock %d is not mine, but it is", c.ID, e.Way, e.Superblock))
-			case !e.Mine && ok && sb.Gen == e.Gen && !exact:
+			case !e.Mine && ok && sb.Gen == e.Gen && e.SameRemote && !exact:
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry for superblock %d has the current generation but stale fields", c.ID, e.Way, e.Superblock))
 			}
 		}

@@ -1,126 +1,162 @@
-// Command mutants proves the tests can fail: it builds and runs the test suite
-// once for each injected bug (build tag refalloc_mutant_<name>, see
-// impl/internal/mutant) and requires every run to fail. It prints a table:
-// mutant, killed or survived, which test killed it, time to kill. A surviving
-// mutant makes it exit with status 1.
+// Command mutants proves the tests can fail: it builds each test package once
+// with every injected bug compiled in (build tag refalloc_mutants, see
+// internal/mutant; refalloc_yield too, so the interleaving explorer's tests
+// run), then, for each mutant, runs the packages with that bug switched on
+// until a test fails. A kill counts only if it is deterministic: the killing
+// test is run again on its own, twice, and must fail both times; a kill by a
+// test timeout is not a kill. It prints a table (mutant, rule, method, verdict,
+// killing test, time) and exits 1 if a mutant survived, or if the suite fails
+// with no mutant on.
 //
 //	go run ./cmd/mutants              # every mutant
 //	go run ./cmd/mutants -only nozero # one
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
+
+	"github.com/refalloc/refalloc/internal/mutant"
 )
 
-// mutants are the injected bugs, in the order they are run.
-var mutants = []string{
-	"capacitycredit", "noflushdebit", "counterwrap", "stalesbcache", "staleowner",
-	"lostremote", "remoteintolocal", "nodoublefreecheck", "nozero",
-}
-
 // packages run in this order; a mutant is killed at the first failing test.
-var packages = []string{"./impl", "./invariants", "./fuzz"}
+var packages = []string{"./spec", "./oracle", "./impl", "./invariants", "./fuzz"}
+
+const tags = "refalloc_mutants refalloc_yield"
 
 type result struct {
-	mutant, pkg, test string
-	killed            bool
-	took              time.Duration
-	err               string
+	m       mutant.Mutant
+	verdict string
+	pkg     string
+	test    string
+	took    time.Duration
 }
 
 func main() {
 	only := flag.String("only", "", "run only this mutant")
-	timeout := flag.Duration("timeout", 10*time.Minute, "per package and mutant")
-	race := flag.Bool("race", false, "run the tests with -race too")
+	timeout := flag.Duration("timeout", 3*time.Minute, "per package and mutant")
 	flag.Parse()
+	dir, err := os.MkdirTemp("", "mutants")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bins := map[string]string{}
+	for _, pkg := range packages {
+		bin := filepath.Join(dir, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+".test")
+		if out, err := exec.Command("go", "test", "-c", "-tags", tags, "-o", bin, pkg).CombinedOutput(); err != nil {
+			fatal(fmt.Errorf("building %s: %v\n%s", pkg, err, out))
+		}
+		bins[pkg] = bin
+	}
+	// With no mutant on, the suite must pass: else every "kill" is noise.
+	for _, pkg := range packages {
+		if failed, test, _ := run(bins[pkg], pkg, "", "", *timeout); failed {
+			fatal(fmt.Errorf("with no mutant on, %s fails (%s)", pkg, test))
+		}
+	}
 	var results []result
-	for _, m := range mutants {
-		if *only != "" && m != *only {
+	for _, m := range mutant.All {
+		if *only != "" && m.Name != *only {
 			continue
 		}
-		r := run(m, *timeout, *race)
+		r := kill(m, bins, *timeout)
 		results = append(results, r)
-		fmt.Fprintf(os.Stderr, "mutants: %-18s %s\n", m, verdict(r))
+		fmt.Fprintf(os.Stderr, "mutants: %-18s %s %s %s\n", m.Name, r.verdict, r.pkg, r.test)
 	}
-	fmt.Println("| mutant | verdict | killed by | time to kill |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| mutant | rule | method | bug | verdict | killed by | time to kill |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	survived := 0
 	for _, r := range results {
 		by := "-"
-		if r.killed {
+		if r.verdict == "killed" {
 			by = r.pkg + " " + r.test
 		} else {
 			survived++
 		}
-		fmt.Printf("| %s | %s | %s | %v |\n", r.mutant, verdict(r), by, r.took.Round(10*time.Millisecond))
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %v |\n", r.m.Name, r.m.Rule, r.m.Method, r.m.Bug, r.verdict, by, r.took.Round(10*time.Millisecond))
 	}
+	fmt.Printf("\n%d of %d mutants killed.\n", len(results)-survived, len(results))
 	if survived > 0 {
-		fmt.Printf("\n%d mutant(s) survived: the tests cannot see that bug.\n", survived)
+		fmt.Printf("%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
 		os.Exit(1)
 	}
 }
 
-func verdict(r result) string {
-	switch {
-	case r.err != "":
-		return "error: " + r.err
-	case r.killed:
-		return "killed"
-	}
-	return "SURVIVED"
-}
-
-// run runs the packages under the mutant's tag until a test fails.
-func run(m string, timeout time.Duration, race bool) result {
-	r := result{mutant: m}
+// kill runs the packages with m on until a test fails, then runs that test
+// alone twice more.
+func kill(m mutant.Mutant, bins map[string]string, timeout time.Duration) (r result) {
+	r = result{m: m, verdict: "SURVIVED"}
 	start := time.Now()
+	defer func() { r.took = time.Since(start) }()
 	for _, pkg := range packages {
-		args := []string{"test", "-count=1", "-json", "-failfast", "-tags", "refalloc_mutant_" + m, "-timeout", timeout.String()}
-		if race {
-			args = append(args, "-race")
-		}
-		out, _ := exec.Command("go", append(args, pkg)...).Output()
-		test, built := firstFailure(out)
-		if !built {
-			r.err = "the mutant does not build"
+		failed, test, timedOut := run(bins[pkg], pkg, m.Name, "", timeout)
+		if timedOut {
+			r.verdict, r.pkg, r.test = "SURVIVED (only a timeout)", pkg, test
 			return r
 		}
-		if test != "" {
-			r.killed, r.pkg, r.test, r.took = true, pkg, test, time.Since(start)
+		if !failed {
+			continue
+		}
+		r.pkg, r.test = pkg, test
+		if test == "" {
+			r.verdict = "SURVIVED (the package failed outside a test)"
 			return r
 		}
+		for range 2 {
+			if again, _, to := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", timeout); !again || to {
+				r.verdict = "SURVIVED (flaky: the killing test passed when run again)"
+				return r
+			}
+		}
+		r.verdict = "killed"
+		return r
 	}
-	r.took = time.Since(start)
 	return r
 }
 
-// firstFailure reads go test -json output: the first failed test (the package,
-// "(package)", when it failed outside a test), and whether anything ran.
-func firstFailure(out []byte) (test string, built bool) {
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev struct{ Action, Test, Output string }
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
-		switch {
-		case ev.Action == "run" || ev.Action == "pass" || ev.Action == "skip":
-			built = true
-		case ev.Action == "fail" && ev.Test != "":
-			return strings.SplitN(ev.Test, "/", 2)[0], true
-		case ev.Action == "fail":
-			built = built || !strings.Contains(ev.Output, "build failed")
-			return "(package)", built
-		}
+var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
+
+// run runs a test binary in its package's directory with the mutant name on
+// (none if ""), and reports whether it failed, the first top-level test that
+// failed, and whether it ran out of time.
+func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test string, timedOut bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
+	defer cancel()
+	args := []string{"-test.short", "-test.failfast", "-test.v", "-test.timeout", timeout.String()}
+	if only != "" {
+		args = append(args, "-test.run", only)
 	}
-	return "", built
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = pkg
+	cmd.Env = append(os.Environ(), mutant.Env+"="+name)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err == nil {
+		return false, "", false
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		fatal(fmt.Errorf("running %s: %v", bin, err))
+	}
+	timedOut = ctx.Err() != nil || bytes.Contains(out.Bytes(), []byte("panic: test timed out"))
+	if m := failLine.FindSubmatch(out.Bytes()); m != nil {
+		test = strings.SplitN(string(m[1]), "/", 2)[0]
+	}
+	return true, test, timedOut
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "mutants:", err)
+	os.Exit(2)
 }

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_capacitycredit
-
-package mutant
-
-const CapacityCredit = false

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_counterwrap
-
-package mutant
-
-const CounterWrap = false

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_genwrap
-
-package mutant
-
-const GenWrap = false

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_nodoublefreecheck
-
-package mutant
-
-const NoDoubleFreeCheck = false

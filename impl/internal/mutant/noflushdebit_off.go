@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_noflushdebit
-
-package mutant
-
-const NoFlushDebit = false

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_nozero
-
-package mutant
-
-const NoZero = false

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_remoteintolocal
-
-package mutant
-
-const RemoteIntoLocal = false

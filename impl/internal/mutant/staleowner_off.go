@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_staleowner
-
-package mutant
-
-const StaleOwner = false

@@ -1,5 +1,0 @@
-//go:build !refalloc_mutant_stalesbcache
-
-package mutant
-
-const StaleSBCache = false

@@ -1,0 +1,43 @@
+//go:build refalloc_mutants
+
+package mutant
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync/atomic"
+)
+
+var active = os.Getenv(Env)
+
+func init() {
+	if active != "" && !slices.ContainsFunc(All, func(m Mutant) bool { return m.Name == active }) {
+		panic(fmt.Sprintf("%s=%s: no such mutant", Env, active))
+	}
+}
+
+// Active is the mutant this run has on, or "".
+func Active() string { return active }
+
+func on(name string) bool { return active == name }
+
+var (
+	CapacityCredit    = on("capacitycredit")
+	NoFlushDebit      = on("noflushdebit")
+	CounterWrap       = on("counterwrap")
+	StaleSBCache      = on("stalesbcache")
+	StaleOwner        = on("staleowner")
+	LostRemote        = on("lostremote")
+	RemoteIntoLocal   = on("remoteintolocal")
+	NoDoubleFreeCheck = on("nodoublefreecheck")
+	NoZero            = on("nozero")
+	GenWrap           = on("genwrap")
+	AdoptStale        = on("adoptstale")
+	PoisonBeforeTag   = on("poisonbeforetag")
+)
+
+var remoteFrees atomic.Uint64
+
+// Drop reports whether this remote free is the one in 64 that lostremote loses.
+func Drop() bool { return remoteFrees.Add(1)%64 == 0 }
