@@ -1,0 +1,97 @@
+package oracle_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+func lives(outs []oracle.Outcome) []int {
+	var l []int
+	for _, o := range outs {
+		l = append(l, o.Live)
+	}
+	return l
+}
+
+// TestJudgeAddress: the per-address linearizability judge accepts exactly the
+// histories some order explains, and names the rule of the ones none does.
+func TestJudgeAddress(t *testing.T) {
+	alloc := func(b, e uint64) oracle.Call { return oracle.Call{Kind: oracle.CallAlloc, Begin: b, End: e} }
+	free := func(b, e uint64, got oracle.Kind) oracle.Call {
+		return oracle.Call{Kind: oracle.CallFree, Begin: b, End: e, Got: got}
+	}
+	for _, tc := range []struct {
+		name       string
+		liveBefore bool
+		calls      []oracle.Call
+		want       []int  // outcomes' Live, sorted
+		rule       string // the violation, when none
+	}{
+		{"alloc then free", false, []oracle.Call{alloc(1, 2), free(3, 4, oracle.OK)}, []int{oracle.LiveNone}, ""},
+		{"a live object freed", true, []oracle.Call{free(1, 2, oracle.OK)}, []int{oracle.LiveNone}, ""},
+		{"a double free accepted, found later", false, []oracle.Call{free(1, 2, oracle.OK)}, []int{oracle.LiveNone}, ""},
+		{"a double free refused", false, []oracle.Call{free(1, 2, oracle.DoubleFree)}, []int{oracle.LiveNone}, ""},
+		{"a valid free refused", true, []oracle.Call{free(1, 2, oracle.DoubleFree)}, nil, spec.RuleFreeDouble},
+		{"handed out while live", true, []oracle.Call{alloc(1, 2)}, nil, spec.RuleNoOverlap},
+		{"two allocs, no free between", false, []oracle.Call{alloc(1, 3), alloc(2, 4)}, nil, spec.RuleNoOverlap},
+		{"two allocs, a free between", false, []oracle.Call{alloc(1, 3), alloc(2, 6), free(4, 5, oracle.OK)}, []int{1}, ""},
+		{"two allocs, a long free between", false, []oracle.Call{alloc(1, 3), alloc(2, 6), free(1, 7, oracle.OK)}, []int{0, 1}, ""},
+		// A stale free racing reuse: it freed the new object, or came first and
+		// was a double free to be found later.
+		{"stale free racing reuse", false, []oracle.Call{free(1, 10, oracle.OK), alloc(2, 5)}, []int{oracle.LiveNone, 1}, ""},
+		{"stale free after reuse", false, []oracle.Call{alloc(1, 2), free(3, 4, oracle.OK)}, []int{oracle.LiveNone}, ""},
+		{"stale free refused while reused", false, []oracle.Call{free(1, 10, oracle.DoubleFree), alloc(2, 5)}, []int{1}, ""},
+		{"stale free refused after reuse", false, []oracle.Call{alloc(1, 2), free(3, 4, oracle.DoubleFree)}, nil, spec.RuleFreeDouble},
+		{"a free inside a live object", false, []oracle.Call{{Kind: oracle.CallFree, Begin: 1, End: 2, Got: oracle.DoubleFree, Interior: true}}, nil, spec.RuleFreeInvalid},
+		{"in place realloc of a freed object", false, []oracle.Call{{Kind: oracle.CallKeep, Begin: 1, End: 2}}, nil, spec.RuleFreeDouble},
+		{"in place realloc racing a stale free", true, []oracle.Call{{Kind: oracle.CallKeep, Begin: 1, End: 4}, free(2, 3, oracle.OK)}, []int{oracle.LiveNone}, ""},
+	} {
+		outs, v := oracle.JudgeAddress(tc.liveBefore, tc.calls)
+		switch {
+		case tc.rule != "" && (v == nil || v.Rule != tc.rule):
+			t.Errorf("%s: got %v, %v; want a %s violation", tc.name, lives(outs), v, tc.rule)
+		case tc.rule == "" && v != nil:
+			t.Errorf("%s: %v", tc.name, v)
+		case tc.rule == "" && !slices.Equal(lives(outs), tc.want):
+			t.Errorf("%s: outcomes %v, want %v", tc.name, lives(outs), tc.want)
+		}
+	}
+}
+
+// TestSettle: the counts a settled address adds are the ones its outcome
+// implies: each object but the survivor freed once, the extra nil frees
+// deferred double frees.
+func TestSettle(t *testing.T) {
+	m := oracle.New(0x10000, 1<<20)
+	k := 3
+	obj := oracle.Object{Addr: 0x10000, Size: 10, Usable: spec.ClassSize(k), Class: k, Align: 1}
+	calls := []oracle.Call{
+		{Kind: oracle.CallFree, Begin: 1, End: 10, Got: oracle.OK}, // stale
+		{Kind: oracle.CallAlloc, Begin: 2, End: 5},
+	}
+	// If the stale free had ended before the alloc began, the holder's free
+	// could not be refused.
+	refused := []oracle.Call{calls[0], calls[1], {Kind: oracle.CallFree, Begin: 11, End: 12, Got: oracle.DoubleFree}}
+	refused[0].End = 1
+	refused[0].Begin = 0
+	if _, v := oracle.JudgeAddress(false, refused); v == nil {
+		t.Fatal("a refused free of an object no stale free could have freed is accepted")
+	}
+	outs, v := oracle.JudgeAddress(false, calls)
+	if v != nil || len(outs) != 2 || outs[1].Live != 1 {
+		t.Fatalf("outcomes %v, %v", lives(outs), v)
+	}
+	m.Settle(obj.Addr, nil, calls, []oracle.Object{{}, obj}, outs[1])
+	if got, ok := m.LiveAt(obj.Addr); !ok || got != obj {
+		t.Fatalf("live after settling: %v %v", got, ok)
+	}
+	if c := m.Counts(k); c.Allocs != 1 || c.Frees != 0 {
+		t.Fatalf("counts %+v", c)
+	}
+	if all, deferred := m.BadFrees(); all != 1 || deferred != 1 {
+		t.Fatalf("bad frees %d (%d deferred)", all, deferred)
+	}
+}
