@@ -242,7 +242,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 				vs = append(vs, violation(spec.RuleConserve, "large object %#x: superblock %d is not in use", o.Addr, i))
 			}
 		}
-		if need := spec.LargeSuperblocks(o.Usable); need != o.Superblocks {
+		if need := oracle.LargeSpan(o.Usable); need != o.Superblocks {
 			vs = append(vs, violation(spec.RuleConserve, "large object %#x of %d bytes spans %d superblocks", o.Addr, o.Usable, o.Superblocks))
 		}
 	}
@@ -458,10 +458,10 @@ func CheckFlushed(s *impl.Snapshot, m *oracle.Model) []*Violation {
 // object in a superblock of that class that the cache owns or that is orphaned.
 // With no ids only the pool is checked.
 func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
-	k := spec.AlignedClass(n, align)
+	k := oracle.ClassOf(n, align)
 	need := 1
 	if k == spec.Large {
-		need = spec.LargeSuperblocks(spec.LargeUsable(n))
+		need = oracle.LargeSpan(n)
 	}
 	var vs []*Violation
 	for _, r := range s.FreeRuns {

@@ -21,6 +21,11 @@
 // are checked by invariants.Harness, which reads and fills every object;
 // CONSERVE is about where objects sit inside the allocator, and MEM-ACCOUNT
 // about the memory under them, which the Model deliberately does not know.
+//
+// The size rules (which class, what capacity, what alignment, how many
+// superblocks) are restated in sizes.go from SPEC.md's words and the raw table,
+// never taken from spec's derived helpers, which are what impl uses and so what
+// the oracle judges (TestAgreesWithSpec compares the two).
 package oracle
 
 import (
@@ -129,7 +134,7 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 	switch {
 	case !m.usable(id):
 		want = Closed
-	case n < 0 || !spec.ValidAlign(align):
+	case n < 0 || !ValidAlign(align):
 		want = InvalidSize
 	case n > spec.MaxAlloc || uintptr(n) > m.size:
 		want = TooLarge
@@ -142,8 +147,9 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 		}
 		return violation(spec.RuleRefines, "Alloc(%d, align %d) returned %v, want %v", n, align, got, want)
 	}
-	class := spec.AlignedClass(n, align)
-	o := Object{Addr: addr, Size: n, Usable: spec.Usable(n, align), Class: class, Align: align, Cache: id}
+	// ALIGN, ZEROED: the class and capacity, by the oracle's own rules (sizes.go).
+	class := ClassOf(n, align)
+	o := Object{Addr: addr, Size: n, Usable: UsableSize(n, align), Class: class, Align: align, Cache: id}
 	switch {
 	case length != n || capacity != o.Usable:
 		return violation(spec.RuleRefines, "Alloc(%d, align %d): len %d cap %d, want len %d cap %d", n, align, length, capacity, n, o.Usable)
@@ -167,7 +173,7 @@ func alignOf(o Object) int {
 	if o.Class == spec.Large {
 		return spec.SuperblockSize
 	}
-	return max(o.Align, spec.ClassAlign(o.Class))
+	return max(o.Align, ClassAlign(o.Class))
 }
 
 // Free checks Free of the object starting at addr (0: a nil or empty slice) on

@@ -74,7 +74,7 @@ func TestFreeRules(t *testing.T) {
 	if all, deferred := m.BadFrees(); all != 6 || deferred != 1 {
 		t.Errorf("bad frees %d (%d deferred)", all, deferred)
 	}
-	if c := m.Counts(spec.SizeToClass(100)); c.Allocs != 1 || c.Frees != 1 {
+	if c := m.Counts(oracle.ClassOf(100, 1)); c.Allocs != 1 || c.Frees != 1 {
 		t.Errorf("counts %+v", c)
 	}
 	m.CloseCache(1, oracle.OK)
@@ -87,7 +87,7 @@ func TestCheckStats(t *testing.T) {
 	m := oracle.New(base, size)
 	m.OpenCache(0)
 	m.Alloc(0, 100, 1, base, 100, 112, oracle.OK)
-	k := spec.SizeToClass(100)
+	k := oracle.ClassOf(100, 1)
 	var s oracle.StatsView
 	s.Allocs[k] = 32 // a refill moved 32 objects; one handed out
 	if vs := m.CheckStats(s, 1, false); len(vs) != 0 {
