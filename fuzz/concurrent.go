@@ -19,14 +19,16 @@ const StepSize = 4
 
 // Concurrent step operations (op % NumCOps).
 const (
-	COpAlloc   = iota // who allocates a size chosen by a, b
-	COpFree           // who frees one of its objects (a picks)
-	COpSend           // who hands one of its objects (a picks) to worker b
-	COpReceive        // who frees an object it was handed
-	COpFlush          // who flushes its cache
-	COpReopen         // who closes its cache and opens a new one
-	COpBurst          // every worker runs a random ops at once, seeded by b
-	COpBarrier        // all idle: check a snapshot (after a full flush when a is odd)
+	COpAlloc     = iota // who allocates a size chosen by a, b
+	COpFree             // who frees one of its objects (a picks)
+	COpSend             // who hands one of its objects (a picks) to worker b
+	COpReceive          // who frees an object it was handed
+	COpFlush            // who flushes its cache
+	COpReopen           // who closes its cache and opens a new one
+	COpBurst            // every worker runs a random ops at once, seeded by b
+	COpBarrier          // all idle: check a snapshot (after a full flush when a is odd)
+	COpStale            // who frees what it no longer holds (a picks which kind, b which)
+	COpAllocator        // who calls Allocator.Flush, Trim or Stats (a picks)
 	NumCOps
 )
 
@@ -39,6 +41,7 @@ type cworker struct {
 	run   chan func()
 	done  chan struct{}
 	fill  byte
+	freed [][]byte // recently freed, for stale frees
 }
 
 // RunConcurrent runs a concurrent program: Workers goroutines, each with its own
@@ -49,8 +52,10 @@ type cworker struct {
 // snapshot, and the end checks EMPTY. It returns the first violation.
 func RunConcurrent(data []byte) error {
 	opt := impl.Options{Reserve: 32 * spec.SuperblockSize}
-	if len(data) > 0 && data[0]&1 != 0 {
-		opt.SuperblockCacheWays = 1
+	if len(data) > 0 {
+		// Header: bits 0-1 the superblock-cache ways, bit 2 debug mode.
+		opt.SuperblockCacheWays = []int{16, 1, 8, 32}[data[0]&3]
+		opt.Debug = data[0]&4 != 0
 	}
 	sh, err := invariants.NewShared(opt)
 	if err != nil {
@@ -87,11 +92,20 @@ func RunConcurrent(data []byte) error {
 				sh.A.Flush()
 			}
 			sh.Check(a&1 != 0)
+			for _, x := range ws {
+				x.keepAlive()
+			}
 		default:
-			on(w, func() { w.do(ws, op, a, b) })
+			on(w, func() { w.do(ws, op, a, b, true) })
 		}
 		if len(sh.Violations()) > 0 {
 			break
+		}
+	}
+	if len(sh.Violations()) == 0 {
+		sh.Check(false) // settle the stale frees before everything is freed
+		for _, x := range ws {
+			x.keepAlive()
 		}
 	}
 	for _, w := range ws {
@@ -102,6 +116,7 @@ func RunConcurrent(data []byte) error {
 		close(w.run)
 	}
 	sh.A.Flush()
+	sh.Settle()
 	sh.Record(invariants.CheckEmpty(sh.A.Snapshot(), sh.M)...)
 	sh.Close()
 	var errs []error
@@ -111,6 +126,27 @@ func RunConcurrent(data []byte) error {
 	return errors.Join(errs...)
 }
 
+// keepAlive drops the objects a stale free freed under the worker (after a
+// barrier settled them); every worker is idle.
+func (w *cworker) keepAlive() {
+	var mine []invariants.SharedObj
+	for _, o := range w.mine {
+		if w.sh.Alive(o) {
+			mine = append(mine, o)
+		}
+	}
+	w.mine = mine
+	var kept []invariants.SharedObj
+	for len(w.inbox) > 0 {
+		if o := <-w.inbox; w.sh.Alive(o) {
+			kept = append(kept, o)
+		}
+	}
+	for _, o := range kept {
+		w.inbox <- o
+	}
+}
+
 func (w *cworker) loop() {
 	for f := range w.run {
 		f()
@@ -118,7 +154,9 @@ func (w *cworker) loop() {
 	}
 }
 
-func (w *cworker) do(ws []*cworker, op, a, b int) {
+// do runs one operation. alone says the other workers are idle, so that an
+// out-of-memory can be judged against a snapshot (OOM-REAL).
+func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	switch op {
 	case COpAlloc:
 		n := (a | b<<8) % (spec.MaxSmall + 1)
@@ -126,12 +164,22 @@ func (w *cworker) do(ws []*cworker, op, a, b int) {
 			n = spec.MaxSmall + 1 + a*512
 		}
 		w.fill++
-		if o, ok := w.sh.Alloc(w.c, w.id, n, 1, w.fill|1); ok {
+		var c *impl.Cache
+		if b&1 == 0 {
+			c = w.c // else the Allocator's methods
+		}
+		if o, ok := w.sh.Alloc(c, w.id, n, 1, w.fill|1); ok {
 			w.mine = append(w.mine, o)
+		} else if alone {
+			ids := []int{w.id}
+			if c == nil {
+				ids = nil // the front's caches: the pool only
+			}
+			w.sh.Record(invariants.CheckOOM(w.sh.A.Snapshot(), ids, n, 1)...)
 		}
 	case COpFree:
 		if len(w.mine) > 0 {
-			w.freeMine(a % len(w.mine))
+			w.freeMine(a%len(w.mine), b&1 != 0)
 		}
 	case COpSend:
 		if len(w.mine) > 0 {
@@ -145,7 +193,7 @@ func (w *cworker) do(ws []*cworker, op, a, b int) {
 	case COpReceive:
 		select {
 		case o := <-w.inbox:
-			w.sh.Free(w.c, w.id, o)
+			w.free(o, b&1 != 0)
 		default:
 		}
 	case COpFlush:
@@ -156,21 +204,71 @@ func (w *cworker) do(ws []*cworker, op, a, b int) {
 		if w.c, w.id, err = w.sh.OpenCache(); err != nil {
 			panic(err)
 		}
+	case COpStale:
+		// An address freed before, a double free right after a free, or a
+		// pointer inside an object held: judged per address at the barrier.
+		var p []byte
+		switch {
+		case a%3 == 0 && len(w.freed) > 0:
+			p = w.freed[b%len(w.freed)]
+		case a%3 == 1 && len(w.mine) > 0:
+			i := b % len(w.mine)
+			p = w.mine[i].B
+			w.freeMine(i, false)
+		case len(w.mine) > 0:
+			if o := w.mine[b%len(w.mine)].B; cap(o) >= 32 {
+				p = o[:cap(o)][16*(1+a%(cap(o)/16-1)):]
+			}
+		}
+		if p != nil {
+			var c *impl.Cache
+			if b&1 == 0 {
+				c = w.c
+			}
+			w.sh.StaleFree(c, w.id, p)
+		}
+	case COpAllocator:
+		switch a % 3 {
+		case 0:
+			w.sh.A.Flush()
+		case 1:
+			if err := w.sh.A.Trim(); err != nil {
+				panic(err)
+			}
+		case 2:
+			w.sh.Record(invariants.StatsNow(w.sh.A.Stats())...)
+		}
 	}
 }
 
-func (w *cworker) freeMine(i int) {
+func (w *cworker) freeMine(i int, front bool) {
 	o := w.mine[i]
 	w.mine = append(w.mine[:i], w.mine[i+1:]...)
-	w.sh.Free(w.c, w.id, o)
+	w.free(o, front)
+}
+
+// free frees o through the worker's cache, or the Allocator's methods.
+func (w *cworker) free(o invariants.SharedObj, front bool) {
+	c := w.c
+	if front {
+		c = nil
+	}
+	w.sh.Free(c, w.id, o)
+	if len(w.freed) == 8 {
+		w.freed = w.freed[1:]
+	}
+	w.freed = append(w.freed, o.B)
 }
 
 // burst runs n random operations while the other workers do the same.
 func (w *cworker) burst(ws []*cworker, n int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for range n {
-		op := []int{COpAlloc, COpAlloc, COpFree, COpSend, COpReceive, COpReceive}[rng.IntN(6)]
-		w.do(ws, op, rng.IntN(256), rng.IntN(192))
+		op := []int{COpAlloc, COpAlloc, COpFree, COpSend, COpReceive, COpReceive, COpStale, COpAllocator}[rng.IntN(8)]
+		if op == COpAllocator && rng.IntN(4) != 0 {
+			op = COpAlloc
+		}
+		w.do(ws, op, rng.IntN(256), rng.IntN(192), false)
 	}
 }
 
@@ -178,12 +276,12 @@ func (w *cworker) burst(ws []*cworker, n int, seed uint64) {
 // after the last step, when nobody sends any more.
 func (w *cworker) freeAll() {
 	for len(w.mine) > 0 {
-		w.freeMine(len(w.mine) - 1)
+		w.freeMine(len(w.mine)-1, false)
 	}
 	for {
 		select {
 		case o := <-w.inbox:
-			w.sh.Free(w.c, w.id, o)
+			w.free(o, false)
 		default:
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/invariants"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
@@ -23,6 +24,12 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	set := os.Getenv("RAPID_STEPS") != ""
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.steps" })
+	if mutant.Active() != "" {
+		// Under an injected bug (cmd/mutants): no fail files in the tree, and
+		// a kill need not wait for rapid to shrink it.
+		flag.Set("rapid.nofailfile", "true")
+		flag.Set("rapid.shrinktime", "2s")
+	}
 	if !set {
 		flag.Set("rapid.steps", "60")
 	}

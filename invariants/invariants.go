@@ -414,6 +414,28 @@ func memAccount(s *impl.Snapshot) []*Violation {
 	return vs
 }
 
+// StatsNow checks what Stats promises at every instant, even while other
+// goroutines allocate: large objects and memory are counted under the central
+// lock, together (LARGE-EXACT: live objects are allocations minus frees;
+// MEM-ACCOUNT: the superblocks in use are InUse, which is committed, within the
+// reservation; orphans are small superblocks).
+func StatsNow(s impl.Stats) []*Violation {
+	var vs []*Violation
+	sb := uint64(spec.SuperblockSize)
+	if l := s.Large; l.Allocs-l.Frees != l.LiveObjects || l.LiveObjects == 0 && l.LiveBytes != 0 {
+		vs = append(vs, violation(spec.RuleLargeExact, "large: %+v", l))
+	}
+	switch {
+	case s.InUse != uint64(s.SmallSuperblocks+s.LargeSuperblocks)*sb:
+		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d small + %d large superblocks", s.InUse, s.SmallSuperblocks, s.LargeSuperblocks))
+	case s.InUse > s.Committed || s.Committed > s.Reserved:
+		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, Committed %d, Reserved %d", s.InUse, s.Committed, s.Reserved))
+	case s.OrphanedSuperblocks > s.SmallSuperblocks:
+		vs = append(vs, violation(spec.RuleMemAccount, "%d orphaned of %d small superblocks", s.OrphanedSuperblocks, s.SmallSuperblocks))
+	}
+	return vs
+}
+
 // NoFalsePoison (DEBUG-POISON) is for drivers that never write into a freed
 // object (the harness, the soak, the fuzzers): in debug mode, then, no write
 // after free may be reported.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/refalloc/refalloc/impl"
-	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -26,6 +25,9 @@ type SoakConfig struct {
 	// reused across classes and owners and the allocator runs out of memory.
 	Reserve int
 	Ways    int // superblock-cache ways [16]
+	// Debug runs the Allocator in debug mode (freed memory poisoned, checked on
+	// reuse): a write after free is reported, and none is made.
+	Debug bool
 	// CheckEvery is the time between barriers, where every worker stops and a
 	// Snapshot is checked against the Model [100ms]; every FlushEvery-th barrier
 	// every cache flushes first and STATS-EXACT is checked too [4].
@@ -82,187 +84,6 @@ func (r *SoakReport) HitRate() float64 {
 	return 1 - float64(r.SBCacheMisses)/float64(r.SmallFrees)
 }
 
-// Shared drives one Allocator and the Model from many goroutines. Each call
-// checks the allocator's answer with the Model, under a mutex, in the safe order
-// of DESIGN.md: an object leaves the Model before Free is called and enters it
-// after Alloc returns, so another goroutine that gets the same address back is
-// never mistaken for an overlap. Violations are collected, not returned, so that
-// workers keep going; Violations reads them.
-type Shared struct {
-	A     *impl.Allocator
-	other *impl.Allocator // for frees of another Allocator's objects
-	mu    sync.Mutex      // guards M, nextID, violations
-	M     *oracle.Model
-	// MaxViolations bounds what is kept [10].
-	MaxViolations int
-	nextID        int
-	violations    []*Violation
-}
-
-// SharedObj is a live object and the fill it must still have (INTEGRITY).
-type SharedObj struct {
-	B     []byte
-	Fill  byte
-	Cache int // model ID of the cache that allocated it (Front: the Allocator)
-}
-
-// NewShared makes an Allocator with opt and its Model.
-func NewShared(opt impl.Options) (*Shared, error) {
-	a, err := impl.New(opt)
-	if err != nil {
-		return nil, err
-	}
-	other, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	snap := a.Snapshot()
-	return &Shared{A: a, other: other, M: oracle.New(snap.Base, snap.Size), MaxViolations: 10}, nil
-}
-
-// Close closes the Allocator (reporting leaks as EMPTY violations).
-func (s *Shared) Close() {
-	if err := s.A.Close(); err != nil {
-		s.Record(violation(spec.RuleEmpty, "Close: %v", err))
-	}
-	s.other.Close()
-}
-
-// Record keeps violations.
-func (s *Shared) Record(vs ...*Violation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, v := range vs {
-		if v != nil && len(s.violations) < s.MaxViolations {
-			s.violations = append(s.violations, v)
-		}
-	}
-}
-
-// Violations returns what was recorded.
-func (s *Shared) Violations() []*Violation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Violation(nil), s.violations...)
-}
-
-// OpenCache makes a cache and gives it a model ID.
-func (s *Shared) OpenCache() (*impl.Cache, int, error) {
-	c, err := s.A.NewCache()
-	if err != nil {
-		return nil, 0, err
-	}
-	s.mu.Lock()
-	id := s.nextID
-	s.nextID++
-	v := s.M.OpenCache(id)
-	s.mu.Unlock()
-	s.Record(v)
-	return c, id, nil
-}
-
-// CloseCache closes cache id: its superblocks become orphans.
-func (s *Shared) CloseCache(c *impl.Cache, id int) {
-	err := c.Close()
-	s.mu.Lock()
-	v := s.M.CloseCache(id, Kind(err))
-	s.mu.Unlock()
-	s.Record(v)
-}
-
-// Alloc allocates through c (nil: the Allocator), checks the answer with the
-// Model and ZEROED, and fills the object with fill. ok is false on an error
-// (which the Model allowed, or a violation was recorded).
-func (s *Shared) Alloc(c *impl.Cache, id, n, align int, fill byte) (o SharedObj, ok bool) {
-	var b []byte
-	var err error
-	if c == nil {
-		id = Front
-		b, err = s.A.AllocAligned(n, align)
-	} else {
-		b, err = c.AllocAligned(n, align)
-	}
-	s.mu.Lock()
-	v := s.M.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err))
-	s.mu.Unlock()
-	s.Record(v)
-	if err != nil {
-		return SharedObj{}, false
-	}
-	full := b[:cap(b)]
-	if !uniform(full, 0) {
-		s.Record(violation(spec.RuleZeroed, "Alloc(%d) = %#x is not zeroed", n, addr(b)))
-	}
-	fillWith(full, fill)
-	return SharedObj{B: b, Fill: fill, Cache: id}, true
-}
-
-// Free checks o's fill, takes it out of the Model, and frees it through c (nil:
-// the Allocator); the free of a live object must succeed.
-func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
-	if !uniform(o.B[:cap(o.B)], o.Fill) {
-		s.Record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", addr(o.B), o.Fill))
-	}
-	if c == nil {
-		id = Front
-	}
-	s.mu.Lock()
-	v := s.M.Free(id, addr(o.B), oracle.OK)
-	s.mu.Unlock()
-	s.Record(v)
-	var err error
-	if c == nil {
-		err = s.A.Free(o.B)
-	} else {
-		err = c.Free(o.B)
-	}
-	if err != nil {
-		s.Record(violation(spec.RuleRefines, "Free of live object %#x: %v", addr(o.B), err))
-	}
-}
-
-// BadFree makes a free through cache c that must fail with ErrInvalidPointer
-// whatever other goroutines do: an interior pointer of o (an object the caller
-// holds), a Go heap pointer, or another Allocator's object (kind 0, 1, 2).
-// (Double frees need an address nobody can reallocate meanwhile; the
-// single-goroutine machines and fuzzers make them.)
-func (s *Shared) BadFree(c *impl.Cache, id int, kind, pick int, o *SharedObj) {
-	var b []byte
-	switch kind % 3 {
-	case 0:
-		if o == nil || cap(o.B) < 2 {
-			return
-		}
-		b = o.B[:cap(o.B)][1+pick%(cap(o.B)-1):]
-	case 1:
-		b = make([]byte, 1+pick%64)
-	case 2:
-		f, err := s.other.Alloc(1 + pick%64)
-		if err != nil {
-			return
-		}
-		defer s.other.Free(f)
-		b = f
-	}
-	err := c.Free(b)
-	s.mu.Lock()
-	v := s.M.Free(id, addr(b), Kind(err))
-	s.mu.Unlock()
-	s.Record(v)
-}
-
-// Check runs Check (or CheckFlushed) on a snapshot; quiescent callers only.
-func (s *Shared) Check(flushed bool) {
-	snap := s.A.Snapshot()
-	s.Record(NoFalsePoison(snap)...)
-	if flushed {
-		s.Record(CheckFlushed(snap, s.M)...)
-	} else {
-		s.Record(Check(snap, s.M)...)
-	}
-}
-
 type soakBarrier struct {
 	arrived sync.WaitGroup
 	resume  chan struct{}
@@ -289,6 +110,7 @@ type soakWorker struct {
 	c     *impl.Cache
 	rng   *rand.Rand
 	mine  []SharedObj
+	freed [][]byte // recently freed, for stale frees
 	inbox chan SharedObj
 	last  *soakBarrier
 	// counters, read by the coordinator at barriers and at the end
@@ -326,7 +148,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	if cfg.MaxViolations <= 0 {
 		cfg.MaxViolations = 10
 	}
-	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways})
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug})
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +190,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	}
 	wg.Wait() // the workers free everything they own or received, and close
 	sh.A.Flush()
+	sh.Settle()
 	sh.Record(CheckEmpty(sh.A.Snapshot(), sh.M)...)
 	rep.Checks++
 	s.sum(rep)
@@ -414,6 +237,17 @@ func (s *soak) check(rep *SoakReport, lead []LeadObservation, flush bool) {
 		rep.FlushChecks++
 	}
 	s.sh.Check(flush)
+	// Objects a stale free freed under their holders are gone.
+	for _, w := range s.workers {
+		w.mine = alive(s.sh, w.mine)
+		var kept []SharedObj
+		for len(w.inbox) > 0 {
+			kept = append(kept, <-w.inbox)
+		}
+		for _, o := range alive(s.sh, kept) {
+			w.inbox <- o
+		}
+	}
 	s.stamp()
 	rep.Checks++
 	snap := s.sh.A.Snapshot()
@@ -475,19 +309,19 @@ func (w *soakWorker) run() {
 
 func (w *soakWorker) step() {
 	switch op := w.rng.IntN(1000); {
-	case op < 420:
+	case op < 400:
 		if len(w.mine) > 400 {
 			w.freeOwn(w.rng.IntN(len(w.mine)))
 		} else {
 			w.alloc()
 		}
-	case op < 540:
+	case op < 520:
 		if len(w.mine) > 0 {
 			w.freeOwn(w.rng.IntN(len(w.mine)))
 		}
-	case op < 820:
+	case op < 780:
 		w.handOff()
-	case op < 990:
+	case op < 940:
 		for range 1 + w.rng.IntN(8) {
 			select {
 			case o := <-w.inbox:
@@ -495,13 +329,15 @@ func (w *soakWorker) step() {
 			default:
 			}
 		}
-	case op < 999:
-		var o *SharedObj
-		if len(w.mine) > 0 {
-			o = &w.mine[w.rng.IntN(len(w.mine))]
-		}
-		w.sh.BadFree(w.c, w.id, w.rng.IntN(3), w.rng.IntN(1<<16), o)
+	case op < 970:
+		w.staleFree()
+	case op < 975:
+		w.sh.BadFree(w.cache(), w.id, w.rng.IntN(2), w.rng.IntN(1<<16))
 		w.bad++
+	case op < 985:
+		w.shortLived()
+	case op < 999:
+		w.allocatorCall()
 	default:
 		if w.rng.IntN(4) == 0 {
 			w.sh.CloseCache(w.c, w.id)
@@ -511,6 +347,88 @@ func (w *soakWorker) step() {
 			}
 			w.reopen++
 		}
+	}
+}
+
+// cache is the worker's Cache, or half the time nil: the goroutine-safe
+// Allocator, driven as heavily as the caches.
+func (w *soakWorker) cache() *impl.Cache {
+	if w.rng.IntN(2) == 0 {
+		w.front++
+		return nil
+	}
+	return w.c
+}
+
+// staleFree frees what the worker no longer holds, racing whatever reuses the
+// address: an object it freed before, a double free right after its own free,
+// or a pointer inside an object it holds (FREE-DOUBLE, FREE-INVALID; judged by
+// Shared at the next barrier).
+func (w *soakWorker) staleFree() {
+	var b []byte
+	switch r := w.rng.IntN(3); {
+	case r == 0 && len(w.mine) > 0:
+		o := w.mine[w.rng.IntN(len(w.mine))].B
+		if cap(o) < 32 {
+			return
+		}
+		b = o[:cap(o)][16*(1+w.rng.IntN(cap(o)/16-1)):]
+	case r == 1 && len(w.mine) > 0:
+		i := w.rng.IntN(len(w.mine))
+		o := w.mine[i]
+		w.freeOwn(i)
+		b = o.B
+	case len(w.freed) > 0:
+		b = w.freed[w.rng.IntN(len(w.freed))]
+	default:
+		return
+	}
+	w.sh.StaleFree(w.cache(), w.id, b)
+	w.bad++
+	if cap(b) <= spec.MaxSmall {
+		w.small++
+	}
+}
+
+// shortLived runs a goroutine that comes and goes: a few calls on the
+// Allocator's methods, then it exits (and the worker waits for it).
+func (w *soakWorker) shortLived() {
+	seed := w.rng.Uint64()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var objs []SharedObj
+		for range 1 + rng.IntN(8) {
+			if o, ok := w.sh.Alloc(nil, Front, rng.IntN(600), 1, byte(rng.IntN(255)+1)); ok {
+				objs = append(objs, o)
+			}
+		}
+		for _, o := range objs {
+			if rng.IntN(3) == 0 {
+				w.sh.Free(nil, Front, o)
+			} else {
+				w.mine = append(w.mine, o) // left to the worker (it waits for us)
+			}
+		}
+	}()
+	<-done
+	w.front++
+}
+
+// allocatorCall makes a call on the whole Allocator while the others allocate:
+// Flush, Trim, or Stats, whose counters must be consistent at every instant
+// (LARGE-EXACT, MEM-ACCOUNT).
+func (w *soakWorker) allocatorCall() {
+	switch w.rng.IntN(3) {
+	case 0:
+		w.sh.A.Flush()
+	case 1:
+		if err := w.sh.A.Trim(); err != nil {
+			w.sh.Record(violation(spec.RuleRefines, "Trim: %v", err))
+		}
+	case 2:
+		w.sh.Record(StatsNow(w.sh.A.Stats())...)
 	}
 }
 
@@ -531,12 +449,7 @@ func (w *soakWorker) alloc() {
 	if w.rng.IntN(20) == 0 {
 		align = 16 << w.rng.IntN(9)
 	}
-	c := w.c
-	if w.rng.IntN(10) == 0 {
-		c = nil // the goroutine-safe Allocator
-		w.front++
-	}
-	o, ok := w.sh.Alloc(c, w.id, n, align, byte(w.rng.IntN(255)+1))
+	o, ok := w.sh.Alloc(w.cache(), w.id, n, align, byte(w.rng.IntN(255)+1))
 	if !ok {
 		w.oom++
 		for range len(w.mine) / 2 { // make room
@@ -548,22 +461,6 @@ func (w *soakWorker) alloc() {
 	w.mine = append(w.mine, o)
 }
 
-// uniform reports whether every byte of b is x: b[0] == x and b equals itself
-// shifted by one, which memequal does at memory speed.
-func uniform(b []byte, x byte) bool {
-	return len(b) == 0 || b[0] == x && bytes.Equal(b[1:], b[:len(b)-1])
-}
-
-func fillWith(b []byte, x byte) {
-	if len(b) == 0 {
-		return
-	}
-	b[0] = x
-	for n := 1; n < len(b); n *= 2 {
-		copy(b[n:], b[:n])
-	}
-}
-
 func (w *soakWorker) freeOwn(i int) {
 	o := w.mine[i]
 	w.mine[i] = w.mine[len(w.mine)-1]
@@ -573,12 +470,7 @@ func (w *soakWorker) freeOwn(i int) {
 
 // free frees o through the worker's cache, or now and then the Allocator.
 func (w *soakWorker) free(o SharedObj, received bool) {
-	c := w.c
-	if w.rng.IntN(10) == 0 {
-		c = nil
-		w.front++
-	}
-	w.sh.Free(c, w.id, o)
+	w.sh.Free(w.cache(), w.id, o)
 	w.frees++
 	if received || o.Cache != w.id {
 		w.remote++
@@ -586,6 +478,10 @@ func (w *soakWorker) free(o SharedObj, received bool) {
 	if cap(o.B) <= spec.MaxSmall {
 		w.small++
 	}
+	if len(w.freed) == 16 {
+		w.freed = w.freed[1:]
+	}
+	w.freed = append(w.freed, o.B)
 }
 
 // handOff sends one of the worker's objects to another worker, who will free it.

@@ -13,15 +13,24 @@ import (
 // with caches closed and reopened; every barrier checks a Snapshot against the
 // model (STATS-LEAD with held counts, STATS-LAG, CONSERVE, CACHE-COHERENT,
 // NO-OVERLAP, REFINES), flush barriers STATS-EXACT, and the end EMPTY. Objects'
-// fills are checked before every free (INTEGRITY). Run it under -race and
-// -tags refalloc_check.
+// fills are checked before every free and at every barrier (INTEGRITY). Stale
+// and double frees race the reuse of their addresses, judged per address at
+// the barriers (FREE-DOUBLE); half the calls go through the Allocator's
+// methods, some from goroutines that come and go; Flush, Trim and Stats run
+// while others allocate; every way count, and debug mode in half the runs. Run
+// it under -race and -tags refalloc_check.
 func TestStressOracle(t *testing.T) {
-	for _, ways := range []int{1, 16} {
+	for _, tc := range []struct {
+		ways  int
+		debug bool
+	}{{1, false}, {8, true}, {16, false}, {32, true}} {
+		ways := tc.ways
 		rep, err := invariants.Soak(invariants.SoakConfig{
 			Goroutines: 8,
-			Duration:   1500 * time.Millisecond,
+			Duration:   1200 * time.Millisecond,
 			Reserve:    24 << 20,
 			Ways:       ways,
+			Debug:      tc.debug,
 			CheckEvery: 25 * time.Millisecond,
 			FlushEvery: 3,
 			Seed:       uint64(time.Now().UnixNano()),
@@ -29,12 +38,12 @@ func TestStressOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("ways %d: %d ops, %d remote frees, %d OOM, %d reopens, %d checks, hit rate %.3f",
-			ways, rep.Ops, rep.RemoteFrees, rep.OOMs, rep.Reopens, rep.Checks, rep.HitRate())
+		t.Logf("ways %d debug %v: %d ops, %d remote frees, %d bad and stale frees, %d Allocator calls, %d OOM, %d reopens, %d checks, hit rate %.3f",
+			ways, tc.debug, rep.Ops, rep.RemoteFrees, rep.BadFrees, rep.FrontCalls, rep.OOMs, rep.Reopens, rep.Checks, rep.HitRate())
 		for _, v := range rep.Violations {
 			t.Errorf("%s: %s (seed %d, at %v)", v.Rule, v.Detail, v.Seed, v.At)
 		}
-		if rep.Checks < 10 || rep.RemoteFrees == 0 || rep.Reopens == 0 || rep.FlushChecks == 0 {
+		if rep.Checks < 10 || rep.RemoteFrees == 0 || rep.Reopens == 0 || rep.FlushChecks == 0 || rep.BadFrees == 0 {
 			t.Errorf("the soak did too little to mean anything:\n%v", rep)
 		}
 	}

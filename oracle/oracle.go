@@ -147,24 +147,34 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 		}
 		return violation(spec.RuleRefines, "Alloc(%d, align %d) returned %v, want %v", n, align, got, want)
 	}
-	// ALIGN, ZEROED: the class and capacity, by the oracle's own rules (sizes.go).
-	class := ClassOf(n, align)
-	o := Object{Addr: addr, Size: n, Usable: UsableSize(n, align), Class: class, Align: align, Cache: id}
-	switch {
-	case length != n || capacity != o.Usable:
-		return violation(spec.RuleRefines, "Alloc(%d, align %d): len %d cap %d, want len %d cap %d", n, align, length, capacity, n, o.Usable)
-	case addr < m.base || addr+uintptr(capacity) > m.base+m.size:
-		return violation(spec.RuleNoOverlap, "Alloc(%d) = %#x is outside the reservation", n, addr)
-	case addr%uintptr(alignOf(o)) != 0:
-		return violation(spec.RuleAlign, "Alloc(%d, align %d) = %#x is not %d-aligned", n, align, addr, alignOf(o))
+	o, v := m.NewObject(id, n, align, addr, length, capacity)
+	if v != nil {
+		return v
 	}
 	// NO-OVERLAP: never the address of a live object (ranges: invariants).
 	if old, ok := m.live[addr]; ok {
 		return violation(spec.RuleNoOverlap, "Alloc(%d) = %#x, which is live since Alloc(%d)", n, addr, old.Size)
 	}
 	m.live[addr] = o
-	m.counts[class].Allocs++
+	m.counts[o.Class].Allocs++
 	return nil
+}
+
+// NewObject checks what a successful Alloc(n)/AllocAligned(n, align) on cache id
+// returned, an object at addr with len length and capacity capacity, against
+// everything but the other live objects, and returns the object it is.
+func (m *Model) NewObject(id, n, align int, addr uintptr, length, capacity int) (Object, *Violation) {
+	// ALIGN, ZEROED: the class and capacity, by the oracle's own rules (sizes.go).
+	o := Object{Addr: addr, Size: n, Usable: UsableSize(n, align), Class: ClassOf(n, align), Align: align, Cache: id}
+	switch {
+	case length != n || capacity != o.Usable:
+		return o, violation(spec.RuleRefines, "Alloc(%d, align %d): len %d cap %d, want len %d cap %d", n, align, length, capacity, n, o.Usable)
+	case addr < m.base || addr+uintptr(capacity) > m.base+m.size:
+		return o, violation(spec.RuleNoOverlap, "Alloc(%d) = %#x is outside the reservation", n, addr)
+	case addr%uintptr(alignOf(o)) != 0:
+		return o, violation(spec.RuleAlign, "Alloc(%d, align %d) = %#x is not %d-aligned", n, align, addr, alignOf(o))
+	}
+	return o, nil
 }
 
 // alignOf is the alignment ALIGN promises: the requested alignment, and at least
@@ -233,14 +243,14 @@ func (m *Model) judgeFree(id int, addr uintptr) (Kind, int) {
 	if o, ok := m.live[addr]; ok {
 		return OK, o.Class
 	}
-	if o, ok := m.containing(addr); ok {
+	if o, ok := m.Containing(addr); ok {
 		return InvalidPointer, o.Class // FREE-INVALID: interior pointer
 	}
 	return DoubleFree, -1 // FREE-DOUBLE (or FREE-INVALID where no slot starts there)
 }
 
-// containing finds the live object whose [Addr, Addr+Usable) holds addr.
-func (m *Model) containing(addr uintptr) (Object, bool) {
+// Containing finds the live object whose [Addr, Addr+Usable) holds addr.
+func (m *Model) Containing(addr uintptr) (Object, bool) {
 	for _, o := range m.live {
 		if o.Addr <= addr && addr < o.Addr+uintptr(o.Usable) {
 			return o, true

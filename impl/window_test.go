@@ -1,0 +1,146 @@
+//go:build refalloc_yield
+
+package impl_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// pauseOnce is an impl.Scheduler that stops the first goroutine to reach its
+// yield point until the test lets it go; every other yield passes.
+type pauseOnce struct {
+	point  string
+	taken  atomic.Bool
+	paused chan struct{}
+	resume chan struct{}
+}
+
+func newPause(point string) *pauseOnce {
+	return &pauseOnce{point: point, paused: make(chan struct{}), resume: make(chan struct{})}
+}
+
+func (p *pauseOnce) Yield(point string) {
+	if point != p.point {
+		return
+	}
+	if p.taken.CompareAndSwap(false, true) {
+		close(p.paused)
+		<-p.resume
+	}
+}
+
+func (p *pauseOnce) Bucket() uint32 { return 0 }
+
+// during runs free on a goroutine of its own, stopped at the scheduler's
+// point while meanwhile runs, then lets it finish and returns its error.
+func during(t *testing.T, p *pauseOnce, free func() error, meanwhile func()) error {
+	t.Helper()
+	impl.SetScheduler(p)
+	defer impl.SetScheduler(nil)
+	done := make(chan error)
+	go func() { done <- free() }()
+	select {
+	case <-p.paused:
+	case err := <-done:
+		t.Fatalf("the free never reached %s (it returned %v)", p.point, err)
+	}
+	meanwhile()
+	close(p.resume)
+	return <-done
+}
+
+// settleStale tells the model of a stale free that had to be refused: its
+// object was not live when the call began (and the call ended inside another
+// object, or in another layout), so the sequential judgment at the end does
+// not apply; the per-address one does (oracle.JudgeAddress).
+func settleStale(t *testing.T, h *invariants.Harness, x uintptr, err error) {
+	t.Helper()
+	if !errors.Is(err, impl.ErrDoubleFree) && !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("a stale free of %#x racing the reuse of its superblock: %v", x, err)
+	}
+	calls := []oracle.Call{{Kind: oracle.CallFree, Begin: 1, End: 2, Got: invariants.Kind(err)}}
+	outs, v := oracle.JudgeAddress(false, calls)
+	if v != nil {
+		t.Fatal(v)
+	}
+	h.M.Settle(x, nil, calls, make([]oracle.Object, 1), outs[0])
+}
+
+// TestAdoptionRacesReuse (CACHE-COHERENT, FREE-DOUBLE, NO-OVERLAP): a stale free
+// reads an orphan's header, then, before it adopts the superblock, the orphan
+// is adopted by another cache, emptied, released, carved for another class and
+// orphaned again. The free adopts the new period: it must judge the address by
+// the new layout, not by the header it read before. (The bug: it applied the
+// old class's index to the new bitmap and freed a live object.)
+func TestAdoptionRacesReuse(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 3)
+	q, p, r := ids[0], ids[1], ids[2]
+	var olds []uintptr
+	for range 4 {
+		olds = append(olds, alloc(t, h, q, 48)) // objects 0..3 of superblock 0
+	}
+	stale := h.Object(olds[3]) // offset 144
+	must(t, h.Free(p, olds[3]))
+	must(t, h.CloseCache(q)) // an orphan, objects 0..2 live
+	var ys []uintptr
+	err := during(t, newPause(impl.YieldFreeHeader),
+		func() error { return h.Cache(r).Free(stale) }, // r has no entry: a miss
+		func() {
+			tid, err := h.NewCache()
+			must(t, err)
+			for _, o := range olds[:3] {
+				must(t, h.Free(tid, o)) // adopted on the first free, released on the last
+			}
+			for range 4 {
+				ys = append(ys, alloc(t, h, tid, 64)) // objects 0..3 of class 64
+			}
+			must(t, h.CloseCache(tid)) // an orphan again
+		})
+	if ys[0] != olds[0] {
+		t.Fatalf("the superblock was not reused (%#x, %#x)", olds[0], ys[0])
+	}
+	// Offset 144 was a freed slot when the call began, and lies inside object
+	// 2 of class 64 when it ends: refused either way.
+	settleStale(t, h, addrOf(stale), err)
+	must(t, h.Check()) // REFINES: object 3 of class 64 is still live
+	must(t, h.FreeAll())
+}
+
+// TestRemoteFreeRacesRelease (DEBUG-POISON, INTEGRITY): a remote double free in
+// debug mode reads the remote word's tag; before its CAS the owner releases
+// the superblock and it becomes part of a large object. The free must fail
+// and write nothing. (The bug: it poisoned the address between the tag check
+// and the CAS, into the large object.)
+func TestRemoteFreeRacesRelease(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize, Debug: true}, 2)
+	q, p := ids[0], ids[1]
+	var objs []uintptr
+	for range 3 {
+		objs = append(objs, alloc(t, h, q, 1024)) // superblock 0
+	}
+	stale := h.Object(objs[1])
+	must(t, h.Free(p, objs[1])) // p's entry for the superblock: not mine
+	must(t, h.Flush(q))         // collected: the stale free finds nothing pending
+	var big uintptr
+	err := during(t, newPause(impl.YieldRemoteTag),
+		func() error { return h.Cache(p).Free(stale) }, // a hit: straight to the CAS
+		func() {
+			must(t, h.Free(q, objs[0]))
+			must(t, h.Free(q, objs[2]))
+			must(t, h.Flush(q))                                       // empty: released
+			big = alloc(t, h, q, 3*spec.SuperblockSize+spec.PageSize) // superblocks 0..3
+		})
+	if big != objs[0] {
+		t.Fatalf("the superblock is not part of the large object (%#x, %#x)", objs[0], big)
+	}
+	settleStale(t, h, addrOf(stale), err)
+	must(t, h.Check())
+	must(t, h.FreeAll()) // checks the large object's fill before freeing it (INTEGRITY)
+}
