@@ -44,6 +44,8 @@ type Allocator struct {
 	a       *impl.Allocator
 	onError func(error)
 	debug   bool
+	// the reservation, [base, base+size): Reallocate extends only buffers in it
+	base, size uintptr
 
 	bytes, peak, objects atomic.Int64
 	allocs, frees        atomic.Uint64
@@ -60,7 +62,8 @@ func New(opt impl.Options) (*Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Allocator{a: a, onError: opt.OnError, debug: opt.Debug}, nil
+	snap := a.Snapshot() // the reservation never moves; a fresh snapshot is small
+	return &Allocator{a: a, onError: opt.OnError, debug: opt.Debug, base: snap.Base, size: snap.Size}, nil
 }
 
 // Impl is the underlying allocator, for its Stats, Snapshot or Trim. Freeing
@@ -108,16 +111,17 @@ func capacity(n int) int {
 
 // Reallocate resizes b, a buffer of this Allocator, to size bytes and returns
 // it; the first min(len(b), size) bytes are kept and the rest read zero. It
-// stays in place when b's object holds size bytes and the smaller object size
-// would need is at least half of it (so that a shrunk buffer does not pin a
-// much larger object); otherwise it allocates, copies and frees b.
+// stays in place when b's object holds size bytes and is at most twice the
+// object a fresh size-byte buffer would get (so that a shrunk buffer does not
+// pin a much larger object); otherwise it allocates, copies and frees b (a b
+// that is not this Allocator's is copied, then reported as a bad free).
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
 	}
 	m.reallocs.Add(1)
 	old := len(b)
-	if c := capacity(old); old > 0 && size > 0 && size <= c && 2*capacity(size) >= c {
+	if c := capacity(old); old > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
 		m.inPlace.Add(1)
 		m.grow(int64(size - old))
 		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
@@ -131,6 +135,13 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	copy(nb, b)
 	m.Free(b)
 	return nb
+}
+
+// owns reports whether b starts in the reservation. Arrow can hand
+// Reallocate a buffer that came from elsewhere (memory.NewBufferWithAllocator
+// wraps any slice); extending that to a refalloc capacity would overrun it.
+func (m *Allocator) owns(b []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))-m.base < m.size
 }
 
 // Free returns b, a buffer of this Allocator, to it. A zero-size buffer is a

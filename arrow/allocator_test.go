@@ -236,6 +236,27 @@ func TestBadFree(t *testing.T) {
 	}
 }
 
+// A buffer from elsewhere is never extended in place: it is copied, and its
+// free is reported.
+func TestReallocateForeign(t *testing.T) {
+	var errs []error
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	foreign := make([]byte, 128)[:100:100]
+	fill(foreign, 3)
+	b := m.Reallocate(110, foreign)
+	if unsafe.SliceData(b) == unsafe.SliceData(foreign) || !holds(b[:100], 3) || !isZero(b[100:]) || !aligned(b) {
+		t.Fatal("a Go-heap buffer was extended in place, or its contents were lost")
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], impl.ErrInvalidPointer) || m.Stats().BadFrees != 1 {
+		t.Fatalf("the foreign buffer's free: %v", errs)
+	}
+	m.Free(b)
+}
+
 func TestAllocatePanics(t *testing.T) {
 	m, err := New(impl.Options{Reserve: 1 << 20})
 	if err != nil {
