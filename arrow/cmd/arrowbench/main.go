@@ -284,6 +284,7 @@ func median(xs []float64) float64 {
 type summary struct {
 	n                                   int
 	timeMS, rssMiB, gcs, gcCPU, heapMiB float64
+	timeMin, timeMax                    float64
 }
 
 func summarize(results []Result, w, a string) summary {
@@ -297,7 +298,10 @@ func summarize(results []Result, w, a string) summary {
 			heap = append(heap, mib(int64(r.HeapAlloc)))
 		}
 	}
-	return summary{len(t), median(t), median(rss), median(gcs), median(cpu), median(heap)}
+	if len(t) == 0 {
+		return summary{}
+	}
+	return summary{len(t), median(t), median(rss), median(gcs), median(cpu), median(heap), slices.Min(t), slices.Max(t)}
 }
 
 func report(w io.Writer, results []Result, wnames, anames []string, p Params, runs int, quick bool, took time.Duration) {
@@ -308,18 +312,18 @@ func report(w io.Writer, results []Result, wnames, anames []string, p Params, ru
 	fmt.Fprintf(w, "# arrowbench %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "Host: %s/%s, %d CPUs, %s, Arrow v18.8.0. Mode: %s (%+v); medians of %d interleaved runs, each in a fresh process.\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), mode, p, runs)
-	fmt.Fprintln(w, "| workload | allocator | time (ms) | × go | peak RSS (MiB) | × go | GC cycles | GC CPU (ms) | Go heap allocated (MiB) | runs |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| workload | allocator | time (ms) | min–max | × go | peak RSS (MiB) | × go | GC cycles | GC CPU (ms) | Go heap allocated (MiB) | runs |")
+	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, wn := range wnames {
 		ref := summarize(results, wn, "go")
 		for _, an := range anames {
 			s := summarize(results, wn, an)
 			if s.n == 0 {
-				fmt.Fprintf(w, "| %s | %s | failed | | | | | | | 0 |\n", wn, an)
+				fmt.Fprintf(w, "| %s | %s | failed | | | | | | | | 0 |\n", wn, an)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %s | %.1f | %s | %.0f | %.1f | %.1f | %d |\n",
-				wn, an, s.timeMS, ratio(s.timeMS, ref.timeMS), s.rssMiB, ratio(s.rssMiB, ref.rssMiB), s.gcs, s.gcCPU, s.heapMiB, s.n)
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.0f–%.0f | %s | %.1f | %s | %.0f | %.1f | %.1f | %d |\n",
+				wn, an, s.timeMS, s.timeMin, s.timeMax, ratio(s.timeMS, ref.timeMS), s.rssMiB, ratio(s.rssMiB, ref.rssMiB), s.gcs, s.gcCPU, s.heapMiB, s.n)
 		}
 	}
 	fmt.Fprintln(w, "\nWorkloads (each repeats Rounds times in one process):")
