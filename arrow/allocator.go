@@ -144,8 +144,9 @@ func (m *Allocator) owns(b []byte) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))-m.base < m.size
 }
 
-// Free returns b, a buffer of this Allocator, to it. A zero-size buffer is a
-// no-op. A bad free is reported (see the package comment) and changes nothing.
+// Free returns b, a buffer of this Allocator, to it. A slice without capacity
+// (every zero-size buffer) is a no-op. A bad free is reported (see the package
+// comment) and changes nothing.
 func (m *Allocator) Free(b []byte) {
 	if cap(b) == 0 {
 		return
