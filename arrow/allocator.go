@@ -1,0 +1,241 @@
+// Package refarrow is refalloc behind Apache Arrow's memory.Allocator: Arrow's
+// buffers live off the Go heap, in refalloc's reservation, and every Free is
+// checked (double and invalid frees are always detected).
+//
+//	mem, err := refarrow.New(impl.Options{})
+//	if err != nil { ... }
+//	defer mem.Close()
+//	b := array.NewInt64Builder(mem)
+//
+// Arrow's interface returns no errors, so this package decides:
+//
+//   - Allocate panics when refalloc cannot serve the request (out of memory, a
+//     closed Allocator, a negative size), as GoAllocator panics when make fails.
+//   - A Free that refalloc rejects (double free, invalid pointer, a closed
+//     Allocator) changes nothing, is counted in Stats.BadFrees and given to
+//     Options.OnError; with Options.Debug it then panics, on the goroutine that
+//     called Free, so a test stops at the faulty Release.
+//   - Bad frees and writes after free that refalloc finds later (a remote double
+//     free found when its owner collects, Debug's poison check) go to
+//     Options.OnError only: they are found inside the allocator, where a panic
+//     would unwind through its locks. impl.Stats counts them.
+//
+// Buffers are as GoAllocator returns them: 64-byte aligned, zeroed, len == cap
+// == size. A zero-size request returns a non-nil empty slice and allocates
+// nothing; freeing it does nothing.
+package refarrow
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// alignment is Arrow's: SIMD kernels and the IPC format assume 64-byte buffers.
+const alignment = 64
+
+// Allocator is a memory.Allocator over one impl.Allocator. It is safe for
+// concurrent use.
+type Allocator struct {
+	a       *impl.Allocator
+	onError func(error)
+	debug   bool
+	// the reservation, [base, base+size): Reallocate extends only buffers in it
+	base, size uintptr
+
+	bytes, peak, objects atomic.Int64
+	allocs, frees        atomic.Uint64
+	reallocs, inPlace    atomic.Uint64
+	badFrees             atomic.Uint64
+}
+
+var _ memory.Allocator = (*Allocator)(nil)
+
+// New makes an Allocator with its own impl.Allocator, configured by opt as it
+// is: Reserve, Retain, Debug and OnError mean what they mean there.
+func New(opt impl.Options) (*Allocator, error) {
+	a, err := impl.New(opt)
+	if err != nil {
+		return nil, err
+	}
+	snap := a.Snapshot() // the reservation never moves; a fresh snapshot is small
+	return &Allocator{a: a, onError: opt.OnError, debug: opt.Debug, base: snap.Base, size: snap.Size}, nil
+}
+
+// Impl is the underlying allocator, for its Stats, Snapshot or Trim. Freeing
+// its objects directly bypasses this Allocator's counters.
+func (m *Allocator) Impl() *impl.Allocator { return m.a }
+
+// zeroBuf is every zero-size buffer: non-nil like GoAllocator's, and 64-byte
+// aligned for code that checks. (unsafe.Slice because slicing to a zero cap
+// would leave the pointer at the array's start.)
+var zeroArea [2 * alignment]byte
+
+var zeroBuf = unsafe.Slice(&zeroArea[-int(uintptr(unsafe.Pointer(&zeroArea[0])))&(alignment-1)], 0)
+
+// Allocate returns size zeroed bytes, 64-byte aligned, len == cap == size.
+func (m *Allocator) Allocate(size int) []byte {
+	if size == 0 {
+		return zeroBuf
+	}
+	b, err := m.a.AllocAligned(size, alignment)
+	if err != nil {
+		panic(fmt.Errorf("refarrow: Allocate(%d): %w", size, err))
+	}
+	m.allocs.Add(1)
+	m.objects.Add(1)
+	m.grow(int64(size))
+	return b[:size:size]
+}
+
+// grow adds d to the live bytes and keeps the peak.
+func (m *Allocator) grow(d int64) {
+	n := m.bytes.Add(d)
+	for p := m.peak.Load(); n > p && !m.peak.CompareAndSwap(p, n); p = m.peak.Load() {
+	}
+}
+
+// capacity is the real capacity of a buffer this Allocator returned with
+// length n: refalloc's capacity is a function of the request (spec.Usable),
+// which Allocate hides by cutting cap to n. Reallocate needs it back.
+func capacity(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return spec.Usable(n, alignment)
+}
+
+// Reallocate resizes b, a buffer of this Allocator, to size bytes and returns
+// it; the first min(len(b), size) bytes are kept and the rest read zero. It
+// stays in place when b's object holds size bytes and is at most twice the
+// object a fresh size-byte buffer would get (so that a shrunk buffer does not
+// pin a much larger object); otherwise it allocates, copies and frees b (a b
+// that is not this Allocator's is copied, then reported as a bad free).
+func (m *Allocator) Reallocate(size int, b []byte) []byte {
+	if size < 0 {
+		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
+	}
+	m.reallocs.Add(1)
+	old := len(b)
+	if c := capacity(old); old > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
+		m.inPlace.Add(1)
+		m.grow(int64(size - old))
+		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
+		if size > old {
+			// Arrow may have written there before a shrink.
+			clear(r[old:])
+		}
+		return r
+	}
+	nb := m.Allocate(size)
+	copy(nb, b)
+	m.Free(b)
+	return nb
+}
+
+// owns reports whether b starts in the reservation. Arrow can hand
+// Reallocate a buffer that came from elsewhere (memory.NewBufferWithAllocator
+// wraps any slice); extending that to a refalloc capacity would overrun it.
+func (m *Allocator) owns(b []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))-m.base < m.size
+}
+
+// Free returns b, a buffer of this Allocator, to it. A slice without capacity
+// (every zero-size buffer) is a no-op. A bad free is reported (see the package
+// comment) and changes nothing.
+func (m *Allocator) Free(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	if err := m.a.Free(b); err != nil {
+		m.badFrees.Add(1)
+		err = fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", len(b), err)
+		if m.onError != nil {
+			m.onError(err)
+		}
+		if m.debug {
+			panic(err)
+		}
+		return
+	}
+	m.frees.Add(1)
+	m.objects.Add(-1)
+	m.grow(-int64(len(b)))
+}
+
+// Close releases the reservation. It fails with impl.ErrLeaked, after
+// releasing anyway, when buffers are still live; every buffer is invalid
+// afterwards. It must not run concurrently with other calls.
+func (m *Allocator) Close() error { return m.a.Close() }
+
+// Stats is a snapshot of the counters.
+type Stats struct {
+	// Bytes is the total size of the live buffers, as Arrow requested them
+	// (memory.CheckedAllocator.CurrentAlloc); PeakBytes its high-water mark.
+	Bytes, PeakBytes int64
+	// Objects is the number of live buffers that hold an object (zero-size
+	// buffers hold none).
+	Objects int64
+	// Allocs and Frees count objects allocated and freed, including those of
+	// Reallocate's moves; Reallocs counts Reallocate calls and InPlace those
+	// that kept their object.
+	Allocs, Frees, Reallocs, InPlace uint64
+	// BadFrees counts Frees that refalloc rejected.
+	BadFrees uint64
+	// Impl is refalloc's own statistics (classes, memory, bad frees found late,
+	// writes after free).
+	Impl impl.Stats
+}
+
+// Stats returns the counters. Any goroutine, any time; each counter is read
+// atomically, not all of them at one instant.
+func (m *Allocator) Stats() Stats {
+	return Stats{
+		Bytes: m.bytes.Load(), PeakBytes: m.peak.Load(), Objects: m.objects.Load(),
+		Allocs: m.allocs.Load(), Frees: m.frees.Load(),
+		Reallocs: m.reallocs.Load(), InPlace: m.inPlace.Load(),
+		BadFrees: m.badFrees.Load(),
+		Impl:     m.a.Stats(),
+	}
+}
+
+// CurrentAlloc is the total size of the live buffers, like
+// memory.CheckedAllocator's.
+func (m *Allocator) CurrentAlloc() int { return int(m.bytes.Load()) }
+
+// Leaks lists the live objects (with their allocation stacks in Debug mode).
+// Call it at a quiescent point.
+func (m *Allocator) Leaks() []impl.Leak { return m.a.Leaks() }
+
+// TestingT is the part of testing.TB the assertions use; memory.TestingT too.
+type TestingT = impl.TestingT
+
+// AssertSize fails t unless the live buffers total sz bytes, as
+// memory.CheckedAllocator.AssertSize does.
+func (m *Allocator) AssertSize(t TestingT, sz int) {
+	t.Helper()
+	if got := m.CurrentAlloc(); got != sz {
+		t.Errorf("refarrow: %d bytes allocated, want %d", got, sz)
+	}
+}
+
+// AssertNoLeaks fails t if any buffer is live, listing refalloc's live objects
+// (with allocation stacks in Debug mode), or if a bad free or, in Debug mode,
+// a write after free was seen. Use it as a test's cleanup, after everything
+// was Released:
+//
+//	t.Cleanup(func() { mem.AssertNoLeaks(t) })
+func (m *Allocator) AssertNoLeaks(t TestingT) {
+	t.Helper()
+	m.AssertSize(t, 0)
+	impl.CheckLeaks(t, m.a)
+	s := m.Stats()
+	if s.BadFrees != 0 || s.Impl.DoubleFrees != 0 || s.Impl.InvalidFrees != 0 || s.Impl.WriteAfterFrees != 0 {
+		t.Errorf("refarrow: %d bad frees (refalloc: %d double, %d invalid), %d writes after free",
+			s.BadFrees, s.Impl.DoubleFrees, s.Impl.InvalidFrees, s.Impl.WriteAfterFrees)
+	}
+}

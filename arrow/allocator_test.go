@@ -1,0 +1,365 @@
+package refarrow
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// newTest returns an Allocator that fails t on any late report, and checks at
+// cleanup that the test left nothing live.
+func newTest(t *testing.T, debug bool) *Allocator {
+	t.Helper()
+	m, err := New(impl.Options{Reserve: 256 << 20, Debug: debug, OnError: func(err error) { t.Error(err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.AssertNoLeaks(t)
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
+func aligned(b []byte) bool { return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%alignment == 0 }
+
+var sizes = []int{1, 7, 8, 63, 64, 65, 100, 1000, 4096, 4097, spec.MaxSmall - 1, spec.MaxSmall, spec.MaxSmall + 1, 100_000, 1<<20 + 3}
+
+func TestAllocateShape(t *testing.T) {
+	m := newTest(t, false)
+	for _, n := range sizes {
+		b := m.Allocate(n)
+		if len(b) != n || cap(b) != n || !aligned(b) {
+			t.Errorf("Allocate(%d): len %d cap %d at %p", n, len(b), cap(b), unsafe.SliceData(b))
+		}
+		for i, x := range b {
+			if x != 0 {
+				t.Fatalf("Allocate(%d): byte %d is %#x", n, i, x)
+			}
+		}
+		for i := range b {
+			b[i] = 0xab
+		}
+		m.Free(b)
+	}
+}
+
+// TestCapacityIsPredicted pins what Reallocate relies on: the capacity
+// refalloc gives a 64-byte aligned request is spec.Usable of its size.
+func TestCapacityIsPredicted(t *testing.T) {
+	m := newTest(t, false)
+	check := func(n int) {
+		b, err := m.Impl().AllocAligned(n, alignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(b) != capacity(n) {
+			t.Fatalf("AllocAligned(%d, 64): cap %d, capacity() says %d", n, cap(b), capacity(n))
+		}
+		if err := m.Impl().Free(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 1; n <= spec.MaxSmall+2*spec.PageSize; n++ {
+		check(n)
+	}
+	for _, n := range []int{1 << 20, 1<<20 + 1, 3<<20 - 1} {
+		check(n)
+	}
+}
+
+// A zero-size buffer is what GoAllocator returns: non-nil, empty, aligned;
+// it holds no object, and freeing it does nothing.
+func TestZeroSize(t *testing.T) {
+	m := newTest(t, false)
+	g := memory.NewGoAllocator().Allocate(0)
+	b := m.Allocate(0)
+	if b == nil || len(b) != 0 || cap(b) != 0 || !aligned(b) {
+		t.Fatalf("Allocate(0) = %p len %d cap %d", unsafe.SliceData(b), len(b), cap(b))
+	}
+	if g == nil || len(g) != 0 || cap(g) != 0 {
+		t.Fatalf("GoAllocator.Allocate(0) changed: %p len %d cap %d", unsafe.SliceData(g), len(g), cap(g))
+	}
+	m.Free(b)
+	m.Free(b)
+	m.Free(nil)
+	if s := m.Stats(); s.Objects != 0 || s.Allocs != 0 || s.Frees != 0 || s.BadFrees != 0 {
+		t.Fatalf("zero-size buffers touched the counters: %+v", s)
+	}
+	r := m.Reallocate(100, b)
+	if len(r) != 100 || !aligned(r) {
+		t.Fatalf("Reallocate(100, empty): len %d", len(r))
+	}
+	if r = m.Reallocate(0, r); len(r) != 0 || cap(r) != 0 || r == nil {
+		t.Fatalf("Reallocate(0, b): len %d cap %d", len(r), cap(r))
+	}
+	if s := m.Stats(); s.Objects != 0 || s.Bytes != 0 {
+		t.Fatalf("Reallocate to 0 left %d objects, %d bytes", s.Objects, s.Bytes)
+	}
+}
+
+func fill(b []byte, seed byte) {
+	for i := range b {
+		b[i] = seed + byte(i)
+	}
+}
+
+func holds(b []byte, seed byte) bool {
+	for i := range b {
+		if b[i] != seed+byte(i) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReallocate(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
+			m := newTest(t, debug)
+			// Within one object: 100 bytes are served by a class that holds 120.
+			if capacity(120) != capacity(100) {
+				t.Fatalf("the size classes changed: capacity(100) %d, capacity(120) %d", capacity(100), capacity(120))
+			}
+			b := m.Allocate(100)
+			fill(b, 1)
+			p := unsafe.SliceData(b)
+			b = m.Reallocate(120, b)
+			if unsafe.SliceData(b) != p || len(b) != 120 || cap(b) != 120 {
+				t.Fatalf("100 -> 120 moved or has len %d cap %d", len(b), cap(b))
+			}
+			if !holds(b[:100], 1) || !isZero(b[100:]) {
+				t.Fatal("100 -> 120 lost contents or the tail is not zero")
+			}
+			// Shrink in place, then grow back: what was written past the new
+			// length must not come back.
+			fill(b, 1)
+			b = m.Reallocate(110, b)
+			b = m.Reallocate(120, b)
+			if unsafe.SliceData(b) != p || !holds(b[:110], 1) || !isZero(b[110:]) {
+				t.Fatal("shrink and grow in place: moved, lost contents, or the tail is not zero")
+			}
+			// Past the object: a move, keeping contents and alignment.
+			for _, n := range []int{1000, 50_000, 3 << 20} {
+				old := len(b)
+				fill(b, byte(n))
+				b = m.Reallocate(n, b)
+				if len(b) != n || cap(b) != n || !aligned(b) || !holds(b[:old], byte(n)) || !isZero(b[old:]) {
+					t.Fatalf("%d -> %d: len %d cap %d aligned %v, or contents lost", old, n, len(b), cap(b), aligned(b))
+				}
+			}
+			// A large shrink moves: a 3 MiB object must not stay behind 1 KiB.
+			fill(b[:1024], 9)
+			q := unsafe.SliceData(b)
+			b = m.Reallocate(1024, b)
+			if unsafe.SliceData(b) == q || !holds(b, 9) {
+				t.Fatal("3 MiB -> 1 KiB stayed in place or lost contents")
+			}
+			s := m.Stats()
+			if s.Objects != 1 || s.Bytes != 1024 || s.InPlace != 3 || s.Reallocs != 7 {
+				t.Fatalf("counters: %+v", s)
+			}
+			if s.PeakBytes < 3<<20 {
+				t.Fatalf("peak %d, want at least 3 MiB", s.PeakBytes)
+			}
+			m.Free(b)
+		})
+	}
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestBadFree(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
+			var errs []error
+			m, err := New(impl.Options{Reserve: 64 << 20, Debug: debug, OnError: func(err error) { errs = append(errs, err) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			free := func(b []byte) (panicked error) {
+				defer func() {
+					if r := recover(); r != nil {
+						panicked = r.(error)
+					}
+				}()
+				m.Free(b)
+				return nil
+			}
+			keep := m.Allocate(256)
+			b := m.Allocate(256)
+			if p := free(b); p != nil {
+				t.Fatalf("a good free panicked: %v", p)
+			}
+			for _, c := range []struct {
+				b    []byte
+				want error
+			}{{b, impl.ErrDoubleFree}, {keep[64:], impl.ErrInvalidPointer}} {
+				errs = nil
+				p := free(c.b)
+				if len(errs) != 1 || !errors.Is(errs[0], c.want) {
+					t.Errorf("OnError got %v, want one %v", errs, c.want)
+				}
+				if debug != (p != nil) || p != nil && !errors.Is(p, c.want) {
+					t.Errorf("debug=%v: Free panicked with %v", debug, p)
+				}
+			}
+			s := m.Stats()
+			if s.BadFrees != 2 || s.Objects != 1 || s.Bytes != 256 || s.Impl.DoubleFrees != 1 || s.Impl.InvalidFrees != 1 {
+				t.Errorf("after two bad frees: %+v", s)
+			}
+			var rec recorder
+			m.AssertNoLeaks(&rec)
+			if !strings.Contains(rec.String(), "2 bad frees") {
+				t.Errorf("AssertNoLeaks did not report the bad frees: %q", rec.String())
+			}
+			m.Free(keep)
+		})
+	}
+}
+
+// A buffer from elsewhere is never extended in place: it is copied, and its
+// free is reported.
+func TestReallocateForeign(t *testing.T) {
+	var errs []error
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	foreign := make([]byte, 128)[:100:100]
+	fill(foreign, 3)
+	b := m.Reallocate(110, foreign)
+	if unsafe.SliceData(b) == unsafe.SliceData(foreign) || !holds(b[:100], 3) || !isZero(b[100:]) || !aligned(b) {
+		t.Fatal("a Go-heap buffer was extended in place, or its contents were lost")
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], impl.ErrInvalidPointer) || m.Stats().BadFrees != 1 {
+		t.Fatalf("the foreign buffer's free: %v", errs)
+	}
+	m.Free(b)
+}
+
+func TestAllocatePanics(t *testing.T) {
+	m, err := New(impl.Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	panics := func(f func()) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = r.(error)
+			}
+		}()
+		f()
+		return nil
+	}
+	b := m.Allocate(600 << 10)
+	if err := panics(func() { m.Allocate(600 << 10) }); !errors.Is(err, impl.ErrOutOfMemory) {
+		t.Errorf("Allocate past the reservation: %v", err)
+	}
+	m.Free(b)
+	if err := panics(func() { m.Allocate(-1) }); !errors.Is(err, impl.ErrInvalidSize) {
+		t.Errorf("Allocate(-1): %v", err)
+	}
+	if err := panics(func() { m.Reallocate(-1, nil) }); err == nil {
+		t.Error("Reallocate(-1) did not panic")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := panics(func() { m.Allocate(10) }); !errors.Is(err, impl.ErrClosed) {
+		t.Errorf("Allocate after Close: %v", err)
+	}
+}
+
+type recorder struct{ strings.Builder }
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	fmt.Fprintf(&r.Builder, format+"\n", args...)
+}
+
+func TestAssertions(t *testing.T) {
+	m, err := New(impl.Options{Reserve: 64 << 20, Debug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b := m.Allocate(1000)
+	var rec recorder
+	m.AssertSize(&rec, 1000)
+	if rec.Len() != 0 {
+		t.Errorf("AssertSize(1000) with 1000 live: %s", rec.String())
+	}
+	m.AssertNoLeaks(&rec)
+	out := rec.String()
+	if !strings.Contains(out, "1000 bytes allocated, want 0") || !strings.Contains(out, "1 objects leaked") ||
+		!strings.Contains(out, "TestAssertions") {
+		t.Errorf("AssertNoLeaks with a live buffer said:\n%s", out)
+	}
+	m.Free(b)
+	rec.Reset()
+	m.AssertNoLeaks(&rec)
+	if rec.Len() != 0 {
+		t.Errorf("AssertNoLeaks after the free: %s", rec.String())
+	}
+}
+
+// TestConcurrent: goroutines allocate, grow and free buffers of all sizes at
+// once; each checks its own contents, so an object handed out twice shows.
+func TestConcurrent(t *testing.T) {
+	m := newTest(t, false)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			var live [][]byte
+			for i := range 2000 {
+				if len(live) > 0 && r.IntN(3) == 0 {
+					j := r.IntN(len(live))
+					b := live[j]
+					if !holds(b, byte(len(b))) {
+						t.Errorf("goroutine %d: a %d-byte buffer changed", g, len(b))
+						return
+					}
+					switch r.IntN(2) {
+					case 0:
+						m.Free(b)
+						live[j] = live[len(live)-1]
+						live = live[:len(live)-1]
+					case 1:
+						b = m.Reallocate(len(b)+r.IntN(5000), b)
+						fill(b, byte(len(b)))
+						live[j] = b
+					}
+					continue
+				}
+				b := m.Allocate(sizes[i%len(sizes)] % 200_000)
+				fill(b, byte(len(b)))
+				live = append(live, b)
+			}
+			for _, b := range live {
+				m.Free(b)
+			}
+		})
+	}
+	wg.Wait()
+}
