@@ -171,11 +171,17 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		if o, ok := w.sh.Alloc(c, w.id, n, 1, w.fill|1); ok {
 			w.mine = append(w.mine, o)
 		} else if alone {
+			snap := w.sh.A.Snapshot()
 			ids := []int{w.id}
 			if c == nil {
-				ids = nil // the front's caches: the pool only
+				ids = nil // the front's caches: any of them
+				for _, fc := range snap.Caches {
+					if fc.Front {
+						ids = append(ids, fc.ID)
+					}
+				}
 			}
-			w.sh.Record(invariants.CheckOOM(w.sh.A.Snapshot(), ids, n, 1)...)
+			w.sh.Record(invariants.CheckOOM(snap, ids, n, 1)...)
 		}
 	case COpFree:
 		if len(w.mine) > 0 {

@@ -513,8 +513,8 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 	}
 }
 
-// collectOrphan moves an orphan's pending remote frees into its free bitmap.
-// Under a.mu.
+// collectOrphan moves an orphan's pending remote frees into its free bitmap,
+// and releases it if that emptied it (LIFECYCLE). Under a.mu.
 func (a *Allocator) collectOrphan(c *Cache, sb *superblock) {
 	c.publishFrees(int(sb.class), a.collectAll(c, nil, sb))
 	if sb.empty() {

@@ -3,6 +3,7 @@
 package impl
 
 import (
+	"errors"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -213,7 +214,14 @@ func (c *Cache) allocOther(n, align int) ([]byte, error) {
 	if k := spec.AlignedClass(n, align); k != spec.Large {
 		return c.allocSlow(n, k)
 	}
-	return c.a.allocLarge(n)
+	b, err := c.a.allocLarge(n)
+	if errors.Is(err, ErrOutOfMemory) && !mutant.LargeOOMNoFlush {
+		// OOM-REAL: as a small refill does, give back what this cache holds
+		// and release its empty superblocks, then look again.
+		c.flush()
+		b, err = c.a.allocLarge(n)
+	}
+	return b, err
 }
 
 // Free frees b, which must be a whole object of this Cache's Allocator as Alloc
@@ -356,7 +364,8 @@ func (c *Cache) publishLocal(sb *superblock) {
 
 // relist files a non-current owned superblock on the list its free count calls
 // for, releases it if it is empty, and sets the limit at which the free path
-// next calls publishLocal. The caller has published sb's local frees.
+// next calls publishLocal: the free that makes it partial, or empty, comes
+// here (LIFECYCLE). The caller has published sb's local frees.
 func (c *Cache) relist(sb *superblock) {
 	switch {
 	case sb.list == listCurrent:
@@ -441,7 +450,7 @@ func (c *Cache) refill(k int) error {
 			c.setCurrent(k, sb)
 		} else if sb := c.a.acquire(c, k); sb != nil {
 			c.setCurrent(k, sb)
-		} else if !retried {
+		} else if !retried && !mutant.OOMNoFlush {
 			// OOM-REAL: before giving up, give back what this cache holds in
 			// every class and release its empty superblocks, so that frees
 			// make room for any class.

@@ -38,6 +38,20 @@ type Snapshot struct {
 	Caches         []CacheState      // the open caches, by ID
 	Large          []LargeObject     // live large objects, by address
 	FreeRuns       []Run             // the pool, by start
+	// Orphans are the central lists of orphaned superblocks, by class, in list
+	// order (a list that does not end within the number of superblocks is cut
+	// there: a cycle).
+	Orphans [][]int
+	// Retired are the counters closed caches left to the Allocator.
+	Retired CacheCounters
+}
+
+// CacheCounters are the event counters a cache publishes.
+type CacheCounters struct {
+	DoubleFrees, InvalidFrees, WriteAfterFrees uint64
+	// SuperblockCacheMisses are the misses published; UnpublishedMisses those
+	// counted on the free path but not yet added (fewer than a batch).
+	SuperblockCacheMisses, UnpublishedMisses uint64
 }
 
 // SuperblockState is one superblock header.
@@ -54,6 +68,9 @@ type SuperblockState struct {
 	Orphan  bool
 	Dirty   bool // used since it was last fresh (counted in Stats.Committed)
 	Current bool // the current superblock of its class in its owner
+	// List is the list the header says it is on: "current", "partial",
+	// "full", "orphan" or "none".
+	List    string
 	Objects int
 	// Free and Pending are the free bitmap and the pending remote frees, one
 	// word per 32 objects. RemoteTags are the generation tags of the remote words.
@@ -74,9 +91,12 @@ type CacheState struct {
 	Held    []HeldGroup
 	Current []int // current superblock index per class, -1 when none
 	Entries []Entry
-	// Published counters per class, and bad frees detected by this cache.
-	Allocs, Frees             []uint64
-	DoubleFrees, InvalidFrees uint64
+	// Published counters per class, and the events this cache counted.
+	Allocs, Frees []uint64
+	CacheCounters
+	// Partial and Full are the owned superblocks that are not current, by
+	// class, in list order (cut like Snapshot.Orphans).
+	Partial, Full [][]int
 }
 
 // HeldGroup is a class's held group: objects taken from a superblock, not yet
@@ -112,6 +132,9 @@ type LargeObject struct {
 
 // Run is a run of free superblocks in the pool.
 type Run struct{ Start, N int }
+
+// ID is the cache's number, as Snapshot's CacheState.ID names it.
+func (c *Cache) ID() int { return c.id }
 
 // Snapshot copies the internal state. Quiescent callers only (see Snapshot).
 func (a *Allocator) Snapshot() *Snapshot { return a.snapshot() }
@@ -161,7 +184,25 @@ func (a *Allocator) snapshot() *Snapshot {
 	for _, c := range caches {
 		s.Caches = append(s.Caches, c.snapshot(c.front))
 	}
+	s.Orphans = make([][]int, spec.NumClasses)
+	for k := range s.Orphans {
+		s.Orphans[k] = a.walk(a.orphans[k])
+	}
+	a.regMu.Lock()
+	r := a.retired
+	a.regMu.Unlock()
+	s.Retired = CacheCounters{DoubleFrees: r.double, InvalidFrees: r.invalid, WriteAfterFrees: r.waf, SuperblockCacheMisses: r.sbcFills}
 	return s
+}
+
+// walk lists a superblock list from head, at most as many as there are
+// superblocks (more would be a cycle).
+func (a *Allocator) walk(head *superblock) []int {
+	var out []int
+	for sb := head; sb != nil && len(out) <= int(a.nsb); sb = sb.next {
+		out = append(out, int(sb.idx))
+	}
+	return out
 }
 
 func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCache) {
@@ -169,6 +210,7 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 		st.Owner = o.id
 		st.Current = sb.list == listCurrent
 	}
+	st.List = [...]string{"none", "partial", "full", "orphan", "current"}[sb.list]
 	st.Orphan = sb.list == listOrphan
 	st.Objects = int(sb.objects())
 	st.Free = append([]uint32(nil), sb.free...)
@@ -226,8 +268,13 @@ func (a *Allocator) openCaches() []*Cache {
 
 func (c *Cache) snapshot(front bool) CacheState {
 	cs := CacheState{
-		ID: c.id, Front: front, DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(),
+		ID: c.id, Front: front,
+		CacheCounters: CacheCounters{
+			DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(), WriteAfterFrees: c.ev.waf.Load(),
+			SuperblockCacheMisses: c.ev.sbcFills.Load(), UnpublishedMisses: uint64(c.misses),
+		},
 		Current: make([]int, spec.NumClasses), Allocs: make([]uint64, spec.NumClasses), Frees: make([]uint64, spec.NumClasses),
+		Partial: make([][]int, spec.NumClasses), Full: make([][]int, spec.NumClasses),
 	}
 	for k := range spec.NumClasses {
 		cc := &c.cls[k]
@@ -239,6 +286,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 			cs.Held = append(cs.Held, HeldGroup{Class: k, Superblock: int(cc.sb.idx), Group: int(cc.group), Bits: cc.bits})
 		}
 		cs.Allocs[k], cs.Frees[k] = c.pub[k].allocs.Load(), c.pub[k].frees.Load()
+		cs.Partial[k], cs.Full[k] = c.a.walk(c.lists[k].partial), c.a.walk(c.lists[k].full)
 	}
 	for w := 0; w <= int(c.wayMask); w++ {
 		e := &c.sbc[w]

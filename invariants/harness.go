@@ -105,8 +105,7 @@ func (h *Harness) NewCache() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	id := h.A.Snapshot().Caches
-	cid := id[len(id)-1].ID
+	cid := c.ID()
 	h.caches[cid] = c
 	h.ids = append(h.ids, cid)
 	return cid, h.step(h.M.OpenCache(cid))
@@ -138,13 +137,13 @@ func (h *Harness) Alloc(id, n, align int) error {
 	}
 	if err != nil {
 		if Kind(err) == oracle.OutOfMemory {
-			// Which front cache ran out is the front's business: for Front only
-			// the pool is checked.
-			var ids []int
-			if id != Front {
-				ids = []int{id}
+			// Which front cache ran out is the front's business: one of them.
+			s := h.A.Snapshot()
+			ids := []int{id}
+			if id == Front {
+				ids = frontIDs(s)
 			}
-			if vs := CheckOOM(h.A.Snapshot(), ids, n, align); len(vs) > 0 {
+			if vs := CheckOOM(s, ids, n, align); len(vs) > 0 {
 				return vs[0]
 			}
 		}

@@ -20,8 +20,8 @@ import (
 	"fmt"
 	"maps"
 	"math/bits"
-	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -159,6 +159,8 @@ func Check(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	vs = append(vs, statsLead(s, sbs, m)...)
 	vs = append(vs, statsLag(s, sbs, m)...)
 	vs = append(vs, badFrees(s, sbs, m)...)
+	vs = append(vs, statsFields(s, sbs)...)
+	vs = append(vs, lifecycle(s, sbs)...)
 	vs = append(vs, coherent(s, sbs)...)
 	vs = append(vs, noOverlap(s)...)
 	vs = append(vs, memAccount(s)...)
@@ -248,9 +250,12 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 	}
 	total := int(s.Size / uintptr(s.SuperblockSize))
 	pooled, end := 0, 0
-	for _, r := range s.FreeRuns {
+	for i, r := range s.FreeRuns {
 		if r.Start < end || r.N <= 0 {
 			vs = append(vs, violation(spec.RuleConserve, "free runs overlap or are empty at %d", r.Start))
+		}
+		if i > 0 && r.Start == end {
+			vs = append(vs, violation(spec.RuleConserve, "free runs at %d and %d touch and were not merged", s.FreeRuns[i-1].Start, r.Start))
 		}
 		for i := r.Start; i < r.Start+r.N; i++ {
 			if used[i] {
@@ -325,11 +330,112 @@ func badFrees(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violation
 		}
 	}
 	all, deferred := m.BadFrees()
-	if got := s.Stats.DoubleFrees + s.Stats.InvalidFrees + pending; got != all {
+	double, invalid := m.BadFreeKinds()
+	switch {
+	case s.Stats.DoubleFrees+s.Stats.InvalidFrees+pending != all:
 		return []*Violation{violation(spec.RuleFreeDouble, "%d bad frees counted + %d pending, the model saw %d (%d accepted)",
 			s.Stats.DoubleFrees+s.Stats.InvalidFrees, pending, all, deferred)}
+	case s.Stats.DoubleFrees+pending != double || s.Stats.InvalidFrees != invalid:
+		return []*Violation{violation(spec.RuleFreeInvalid, "%d double (+%d pending) and %d invalid frees counted, the model saw %d and %d",
+			s.Stats.DoubleFrees, pending, s.Stats.InvalidFrees, double, invalid)}
 	}
 	return nil
+}
+
+// statsFields checks every Stats field the snapshot shows directly: the
+// superblock counts by kind (MEM-ACCOUNT), and the event counters, which are
+// the closed caches' plus the open ones' (none lost when a cache closes;
+// FREE-DOUBLE, FREE-INVALID, DEBUG-POISON), with fewer than a batch of
+// superblock-cache misses unpublished per cache.
+func statsFields(s *impl.Snapshot, sbs map[int]small) []*Violation {
+	var vs []*Violation
+	var large, orphans int
+	for _, st := range s.Superblocks {
+		if st.State == impl.SBLargeHead || st.State == impl.SBLargeTail {
+			large++
+		}
+		if st.State == impl.SBSmall && st.Orphan {
+			orphans++
+		}
+	}
+	if st := s.Stats; st.SmallSuperblocks != len(sbs) || st.LargeSuperblocks != large || st.OrphanedSuperblocks != orphans {
+		vs = append(vs, violation(spec.RuleMemAccount, "Stats says %d small (%d orphaned) and %d large superblocks, the snapshot %d (%d) and %d",
+			st.SmallSuperblocks, st.OrphanedSuperblocks, st.LargeSuperblocks, len(sbs), orphans, large))
+	}
+	sum := s.Retired
+	for _, c := range s.Caches {
+		sum.DoubleFrees += c.DoubleFrees
+		sum.InvalidFrees += c.InvalidFrees
+		sum.WriteAfterFrees += c.WriteAfterFrees
+		sum.SuperblockCacheMisses += c.SuperblockCacheMisses
+		if c.UnpublishedMisses >= 64 {
+			vs = append(vs, violation(spec.RuleStatsLag, "cache %d: %d superblock-cache misses unpublished, the batch is 64", c.ID, c.UnpublishedMisses))
+		}
+	}
+	if st := s.Stats; st.DoubleFrees != sum.DoubleFrees || st.InvalidFrees != sum.InvalidFrees ||
+		st.WriteAfterFrees != sum.WriteAfterFrees || st.SuperblockCacheMisses != sum.SuperblockCacheMisses {
+		vs = append(vs, violation(spec.RuleFreeDouble, "Stats counts %d double, %d invalid frees, %d writes after free, %d misses; the caches %+v",
+			st.DoubleFrees, st.InvalidFrees, st.WriteAfterFrees, st.SuperblockCacheMisses, sum))
+	}
+	return vs
+}
+
+// lifecycle (LIFECYCLE): every owned superblock that is not current is on its
+// owner's list for its class, the partial list when it has a free object and
+// the full list when not, where the next refill finds it; none of them, and no
+// orphan, is empty (an owner releases a superblock at the free, collection or
+// adoption that empties it; an orphan's remote frees are pending until
+// collected); every orphan is on the central list of its class; and each list
+// holds exactly those superblocks, once.
+func lifecycle(s *impl.Snapshot, sbs map[int]small) []*Violation {
+	var vs []*Violation
+	on := map[int]string{} // superblock → the list that holds it
+	put := func(list string, idx []int, owner, class int) {
+		for _, i := range idx {
+			sb, ok := sbs[i]
+			switch {
+			case on[i] != "":
+				vs = append(vs, violation(spec.RuleLifecycle, "superblock %d is on %s and on %s", i, on[i], list))
+			case !ok || sb.Class != class || sb.Owner != owner:
+				vs = append(vs, violation(spec.RuleLifecycle, "%s holds superblock %d, which is not a class-%d superblock of owner %d", list, i, class, owner))
+			}
+			on[i] = list
+		}
+	}
+	for _, c := range s.Caches {
+		for k := range c.Partial {
+			put(fmt.Sprintf("cache %d's partial list of class %d", c.ID, k), c.Partial[k], c.ID, k)
+			put(fmt.Sprintf("cache %d's full list of class %d", c.ID, k), c.Full[k], c.ID, k)
+		}
+	}
+	for k, l := range s.Orphans {
+		put(fmt.Sprintf("the orphan list of class %d", k), l, -1, k)
+	}
+	for _, sb := range sbs {
+		free := sb.NFree + sb.LocalFreed
+		want := ""
+		switch {
+		case sb.Current:
+			want = "current"
+		case sb.Orphan:
+			want = "orphan"
+		case free > 0:
+			want = "partial"
+		default:
+			want = "full"
+		}
+		switch {
+		case sb.List != want:
+			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (%d of %d objects free) is filed %s, want %s", sb.Index, free, sb.Objects, sb.List, want))
+		case want != "current" && !strings.HasPrefix(on[sb.Index], "cache") && !strings.HasPrefix(on[sb.Index], "the orphan"):
+			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d is filed %s but on no list", sb.Index, sb.List))
+		case want != "current" && !strings.Contains(on[sb.Index], want):
+			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d is filed %s but on %s", sb.Index, sb.List, on[sb.Index]))
+		case want != "current" && free == sb.Objects:
+			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (%s) is empty and was not released", sb.Index, want))
+		}
+	}
+	return vs
 }
 
 // coherent (CACHE-COHERENT): every entry that says "mine" is exact; every other
@@ -475,15 +581,21 @@ func CheckFlushed(s *impl.Snapshot, m *oracle.Model) []*Violation {
 }
 
 // CheckOOM (OOM-REAL): taken right after Alloc(n, align) returned
-// ErrOutOfMemory on one of the caches ids, the snapshot must show there was no
-// room: no free run long enough in the pool and, for a small class, no free
-// object in a superblock of that class that the cache owns or that is orphaned.
-// With no ids only the pool is checked.
+// ErrOutOfMemory on one of the caches ids (any of the Allocator's own, for its
+// methods), the snapshot must show that the allocator had used everything it
+// promises to use before giving up: no free run long enough in the pool (whose
+// runs are coalesced, CONSERVE), and, for one of ids, the state its flush and
+// second look leave: it holds no object of any class, owns no empty superblock
+// and no remote free is pending in its superblocks; for a small class, no
+// superblock of that class it owns, and no orphan, has a free object; no
+// orphan is empty or has a remote free pending (the second look collects
+// them). Other caches' free objects do not count: they are theirs. With no ids
+// only the pool is checked.
 func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	k := oracle.ClassOf(n, align)
 	need := 1
 	if k == spec.Large {
-		need = oracle.LargeSpan(n)
+		need = oracle.LargeSpan(oracle.UsableSize(n, align))
 	}
 	var vs []*Violation
 	for _, r := range s.FreeRuns {
@@ -491,16 +603,68 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
 		}
 	}
-	if k == spec.Large || len(ids) == 0 {
+	if len(ids) == 0 || len(vs) > 0 {
 		return vs
 	}
 	sbs, _ := smalls(s)
+	var orphanVs []*Violation
 	for _, sb := range sbs {
-		if sb.Class == k && (slices.Contains(ids, sb.Owner) || sb.Orphan) && sb.NFree+sb.LocalFreed > 0 {
-			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in superblock %d", n, align, sb.NFree+sb.LocalFreed, sb.Index))
+		if !sb.Orphan {
+			continue
+		}
+		pending := 0
+		for g := range sb.Pending {
+			pending += bits.OnesCount32(sb.Pending[g])
+		}
+		switch free := sb.NFree + sb.LocalFreed; {
+		case pending > 0:
+			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d remote frees pending in orphan %d", n, align, pending, sb.Index))
+		case free == sb.Objects:
+			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with orphan %d empty", n, align, sb.Index))
+		case sb.Class == k && free > 0:
+			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in orphan %d", n, align, free, sb.Index))
 		}
 	}
-	return vs
+	if len(orphanVs) > 0 {
+		return orphanVs
+	}
+	var first []*Violation
+	for _, id := range ids {
+		var why []*Violation
+		for _, c := range s.Caches {
+			if c.ID != id {
+				continue
+			}
+			for _, h := range c.Held {
+				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory holding %d objects of class %d", n, align, id, bits.OnesCount32(h.Bits), h.Class))
+			}
+		}
+		for _, sb := range sbs {
+			if sb.Owner != id {
+				continue
+			}
+			pending := 0
+			for g := range sb.Pending {
+				pending += bits.OnesCount32(sb.Pending[g])
+			}
+			switch free := sb.NFree + sb.LocalFreed; {
+			case pending > 0:
+				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d remote frees pending in its superblock %d (class %d, %s, %d of %d free)",
+					n, align, id, pending, sb.Index, sb.Class, sb.List, sb.NFree+sb.LocalFreed, sb.Objects))
+			case free == sb.Objects:
+				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory owning empty superblock %d (class %d, %s)", n, align, id, sb.Index, sb.Class, sb.List))
+			case sb.Class == k && free > 0:
+				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d free objects in its superblock %d", n, align, id, free, sb.Index))
+			}
+		}
+		if len(why) == 0 {
+			return nil
+		}
+		if first == nil {
+			first = why
+		}
+	}
+	return first
 }
 
 // ExpectFree predicts, from a snapshot, the exact outcome of cache id freeing the

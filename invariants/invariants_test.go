@@ -1,6 +1,7 @@
 package invariants_test
 
 import (
+	"math/bits"
 	"strings"
 	"testing"
 
@@ -248,4 +249,156 @@ func TestKind(t *testing.T) {
 		}
 	}()
 	invariants.Kind(impl.ErrLeaked)
+}
+
+// TestLifecycleCatchesMisfiled (LIFECYCLE): a superblock with free objects on
+// the full list, one on no list, one on two, an empty one kept, and an orphan
+// off the orphan list each break the rule.
+func TestLifecycleCatchesMisfiled(t *testing.T) {
+	h, id := setup(t)
+	var objs []uintptr
+	for range 40 {
+		before := map[uintptr]bool{}
+		for _, a := range h.Live() {
+			before[a] = true
+		}
+		must(t, h.Alloc(id, 4096, 1)) // 16 a superblock: two full ones and a current
+		for _, a := range h.Live() {
+			if !before[a] {
+				objs = append(objs, a)
+			}
+		}
+	}
+	must(t, h.Free(id, objs[0])) // the first superblock: partial now
+	s := clean(t, h)
+	c := &s.Caches[len(s.Caches)-1]
+	k := spec.SizeToClass(4096)
+	if len(c.Partial[k]) != 1 || len(c.Full[k]) != 1 {
+		t.Fatalf("partial %v full %v", c.Partial[k], c.Full[k])
+	}
+	partial, full := c.Partial[k][0], c.Full[k][0]
+	sb := func(s *impl.Snapshot, i int) *impl.SuperblockState {
+		for j := range s.Superblocks {
+			if s.Superblocks[j].Index == i {
+				return &s.Superblocks[j]
+			}
+		}
+		t.Fatalf("no superblock %d", i)
+		return nil
+	}
+	for name, breakIt := range map[string]func(s *impl.Snapshot){
+		"partial on the full list": func(s *impl.Snapshot) {
+			c := &s.Caches[len(s.Caches)-1]
+			c.Full[k], c.Partial[k] = append(c.Full[k], partial), nil
+			sb(s, partial).List = "full"
+		},
+		"on no list": func(s *impl.Snapshot) { s.Caches[len(s.Caches)-1].Partial[k] = nil },
+		"on two lists": func(s *impl.Snapshot) {
+			c := &s.Caches[len(s.Caches)-1]
+			c.Full[k] = append(c.Full[k], partial)
+		},
+		"empty and kept": func(s *impl.Snapshot) {
+			st := sb(s, partial)
+			st.Free[0], st.NFree, st.LocalFreed = 1<<16-1, st.Objects, 0
+		},
+		"filed as the wrong list": func(s *impl.Snapshot) { sb(s, full).List = "partial" },
+		"an orphan off the list": func(s *impl.Snapshot) {
+			st := sb(s, full)
+			st.Owner, st.Orphan, st.List = -1, true, "orphan"
+			c := &s.Caches[len(s.Caches)-1]
+			c.Full[k] = nil
+		},
+	} {
+		s := clean(t, h)
+		breakIt(s)
+		t.Run(name, func(t *testing.T) { expect(t, spec.RuleLifecycle, invariants.Check(s, h.M)) })
+	}
+}
+
+// TestStatsFieldsCatchMiscount: every Stats field the snapshot shows must
+// agree with it: the superblock counts by kind, and the event counters, none
+// lost when a cache closes (MEM-ACCOUNT, FREE-DOUBLE, FREE-INVALID).
+func TestStatsFieldsCatchMiscount(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id)
+	must(t, h.FreeBad(id, invariants.BadInterior, 3))
+	other, err := h.NewCache()
+	must(t, err)
+	must(t, h.FreeBad(other, invariants.BadGoHeap, 1))
+	must(t, h.CloseCache(other)) // its invalid free is retired
+	for name, breakIt := range map[string]func(s *impl.Snapshot){
+		"orphans":           func(s *impl.Snapshot) { s.Stats.OrphanedSuperblocks++ },
+		"small superblocks": func(s *impl.Snapshot) { s.Stats.SmallSuperblocks-- },
+		"large superblocks": func(s *impl.Snapshot) { s.Stats.LargeSuperblocks++ },
+		"a retired counter lost": func(s *impl.Snapshot) {
+			s.Retired.InvalidFrees--
+		},
+		"misses lost":         func(s *impl.Snapshot) { s.Stats.SuperblockCacheMisses++ },
+		"writes after free":   func(s *impl.Snapshot) { s.Stats.WriteAfterFrees++ },
+		"a batch unpublished": func(s *impl.Snapshot) { s.Caches[0].UnpublishedMisses = 64 },
+		"invalid counted as double": func(s *impl.Snapshot) {
+			s.Stats.InvalidFrees--
+			s.Stats.DoubleFrees++
+		},
+	} {
+		s := clean(t, h)
+		breakIt(s)
+		t.Run(name, func(t *testing.T) {
+			if vs := invariants.Check(s, h.M); len(vs) == 0 {
+				t.Fatal("no violation")
+			}
+		})
+	}
+}
+
+// TestConserveCatchesUnmergedRuns: two free runs that touch must have been
+// merged (CONSERVE): a large allocation needs the longest run there is.
+func TestConserveCatchesUnmergedRuns(t *testing.T) {
+	h, _ := setup(t)
+	s := clean(t, h)
+	r := s.FreeRuns[len(s.FreeRuns)-1]
+	s.FreeRuns = append(s.FreeRuns[:len(s.FreeRuns)-1], impl.Run{Start: r.Start, N: 1}, impl.Run{Start: r.Start + 1, N: r.N - 1})
+	expect(t, spec.RuleConserve, invariants.Check(s, h.M))
+}
+
+// TestOOMCatchesWhatWasKept (OOM-REAL): an out-of-memory is refused while the
+// cache holds objects, owns an empty superblock, or has remote frees pending,
+// and while an orphan is empty or has free objects of the class.
+func TestOOMCatchesWhatWasKept(t *testing.T) {
+	h, id := setup(t)
+	k := recycled(t, h, id)
+	s := clean(t, h)
+	s.FreeRuns = nil // no room in the pool: only the rest can refuse it
+	if vs := invariants.CheckOOM(s, []int{id}, 100, 1); len(vs) == 0 {
+		t.Fatal("an OOM with a held group (recycled leaves 4 held) is accepted")
+	}
+	// The held objects given back, the superblock orphaned: an orphan with
+	// free objects of the class.
+	c := &s.Caches[len(s.Caches)-1]
+	held := c.Held[0]
+	c.Held = nil
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.Index == held.Superblock {
+			st.Owner, st.Orphan, st.List = -1, true, "orphan"
+			st.Free[held.Group] |= held.Bits
+			st.NFree += bits.OnesCount32(held.Bits)
+		}
+	}
+	if vs := invariants.CheckOOM(s, []int{id}, spec.ClassSize(k), 1); len(vs) == 0 {
+		t.Fatal("an OOM with free objects in an orphan of the class is accepted")
+	}
+	// ... and an empty superblock the cache owns.
+	s = clean(t, h)
+	s.FreeRuns = nil
+	c = &s.Caches[len(s.Caches)-1]
+	c.Held = nil
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.Index == held.Superblock {
+			for g := range st.Free {
+				st.Free[g] = 0
+			}
+			st.NFree = st.Objects
+		}
+	}
+	expect(t, spec.RuleOOMReal, invariants.CheckOOM(s, []int{id}, 48, 1))
 }

@@ -44,7 +44,6 @@ type Shared struct {
 
 	mu         sync.Mutex // guards everything below, and M
 	M          *oracle.Model
-	nextID     int
 	violations []*Violation
 	seq        uint64                 // the total order of call begins and ends
 	live       map[uintptr]SharedObj  // the Model's live objects as handed out
@@ -145,8 +144,7 @@ func (s *Shared) OpenCache() (*impl.Cache, int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := s.nextID
-	s.nextID++
+	id := c.ID() // the model's ID is the snapshot's
 	s.record(s.M.OpenCache(id))
 	return c, id, nil
 }

@@ -339,14 +339,12 @@ func (w *soakWorker) step() {
 	case op < 999:
 		w.allocatorCall()
 	default:
-		if w.rng.IntN(4) == 0 {
-			w.sh.CloseCache(w.c, w.id)
-			var err error
-			if w.c, w.id, err = w.sh.OpenCache(); err != nil {
-				w.sh.Record(violation(spec.RuleRefines, "NewCache: %v", err))
-			}
-			w.reopen++
+		w.sh.CloseCache(w.c, w.id)
+		var err error
+		if w.c, w.id, err = w.sh.OpenCache(); err != nil {
+			w.sh.Record(violation(spec.RuleRefines, "NewCache: %v", err))
 		}
+		w.reopen++
 	}
 }
 
@@ -407,6 +405,7 @@ func (w *soakWorker) shortLived() {
 		for _, o := range objs {
 			if rng.IntN(3) == 0 {
 				w.sh.Free(nil, Front, o)
+				w.small++
 			} else {
 				w.mine = append(w.mine, o) // left to the worker (it waits for us)
 			}

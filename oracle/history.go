@@ -259,6 +259,9 @@ func (m *Model) Settle(addr uintptr, before *Object, calls []Call, objs []Object
 			m.counts[objs[i].Class].Frees++ // undone below for the one left live
 		case c.Kind == CallFree && (c.Got == DoubleFree || c.Got == InvalidPointer):
 			m.badFrees++
+			if c.Got == InvalidPointer {
+				m.invalid++
+			}
 		}
 	}
 	if before != nil {

@@ -15,7 +15,7 @@
 // How to cite it: a rule ID of spec/SPEC.md, then the method here that models it,
 // e.g. "FREE-DOUBLE: oracle.Model.Free rejects a second free of an address that is
 // no longer live". The Model only knows what a user can see; rules about the
-// allocator's internal state (CONSERVE, CACHE-COHERENT, STATS-LEAD with the held
+// allocator's internal state (CONSERVE, LIFECYCLE, CACHE-COHERENT, STATS-LEAD with the held
 // counts) live in package invariants, which relates a snapshot of the allocator
 // to this Model (REFINES). Rules about bytes (ZEROED, INTEGRITY, DEBUG-POISON)
 // are checked by invariants.Harness, which reads and fills every object;
@@ -90,6 +90,9 @@ type Model struct {
 	// FREE-INVALID), whether the allocator rejected it at once or accepted it
 	// to detect when the owner collects; deferred counts the latter.
 	badFrees, deferred uint64
+	// invalid counts the bad frees refused as ErrInvalidPointer: Stats counts
+	// them apart (InvalidFrees); every other bad free is a DoubleFrees.
+	invalid uint64
 }
 
 // New returns the model of a fresh allocator whose reservation is [base, base+size).
@@ -200,12 +203,16 @@ func (m *Model) Free(id int, addr uintptr, got Kind) *Violation {
 	case want == got && want != DoubleFree:
 		if want == InvalidPointer {
 			m.badFrees++
+			m.invalid++
 		}
 		return nil
 	case want == DoubleFree && (got == DoubleFree || got == InvalidPointer):
 		// Not live, but once the start of an object: whether the address is
 		// still a slot start depends on whether its superblock was repurposed.
 		m.badFrees++
+		if got == InvalidPointer {
+			m.invalid++
+		}
 		return nil
 	case want == DoubleFree && got == OK:
 		// A remote free cannot see the owner's state: it is accepted, and the
@@ -298,6 +305,11 @@ func (m *Model) Counts(k int) Counts { return m.counts[k] }
 // allocator accepted to detect later.
 func (m *Model) BadFrees() (all, deferred uint64) { return m.badFrees, m.deferred }
 
+// BadFreeKinds splits the bad frees as Stats counts them: refused as
+// ErrInvalidPointer, and the rest (refused as ErrDoubleFree, or accepted and
+// found later).
+func (m *Model) BadFreeKinds() (double, invalid uint64) { return m.badFrees - m.invalid, m.invalid }
+
 // Base and Size are the reservation the model was made with.
 func (m *Model) Base() uintptr { return m.base }
 func (m *Model) Size() uintptr { return m.size }
@@ -365,6 +377,9 @@ func (m *Model) CheckStats(s StatsView, caches int, flushed bool) []*Violation {
 	if seen := s.DoubleFrees + s.InvalidFrees; seen > m.badFrees || flushed && seen != m.badFrees {
 		vs = append(vs, violation(spec.RuleFreeDouble, "Stats counts %d bad frees, the model saw %d (%d deferred)",
 			seen, m.badFrees, m.deferred))
+	}
+	if s.InvalidFrees != m.invalid {
+		vs = append(vs, violation(spec.RuleFreeInvalid, "Stats counts %d invalid frees, the model saw %d", s.InvalidFrees, m.invalid))
 	}
 	return vs
 }

@@ -54,6 +54,7 @@ const (
 	RuleLargeExact    = "LARGE-EXACT"
 	RuleMemAccount    = "MEM-ACCOUNT"
 	RuleDebugPoison   = "DEBUG-POISON"
+	RuleLifecycle     = "LIFECYCLE"
 )
 
 // sizeToClass8[(n+7)/8] is the smallest class holding n bytes, n <= MaxSmall.

@@ -37,4 +37,6 @@ var All = []Mutant{
 	{"genwrap", "CACHE-COHERENT", "Cache.Free", "the generation wraps without retiring the remote set"},
 	{"adoptstale", "CACHE-COHERENT", "Cache.Free", "a free that adopts an orphan acts on the header it read before adopting"},
 	{"poisonbeforetag", "DEBUG-POISON", "Options.Debug", "a remote free in debug mode poisons the object before its tagged CAS"},
+	{"oomnoflush", "OOM-REAL", "Cache.Alloc", "a small refill gives up without giving back what the cache holds"},
+	{"largeoomnoflush", "OOM-REAL", "Cache.Alloc", "a large allocation gives up without giving back what the cache holds"},
 }

@@ -18,6 +18,8 @@ const (
 	GenWrap           = false
 	AdoptStale        = false
 	PoisonBeforeTag   = false
+	OOMNoFlush        = false
+	LargeOOMNoFlush   = false
 )
 
 func Drop() bool { return false }

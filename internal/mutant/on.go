@@ -35,6 +35,8 @@ var (
 	GenWrap           = on("genwrap")
 	AdoptStale        = on("adoptstale")
 	PoisonBeforeTag   = on("poisonbeforetag")
+	OOMNoFlush        = on("oomnoflush")
+	LargeOOMNoFlush   = on("largeoomnoflush")
 )
 
 var remoteFrees atomic.Uint64
