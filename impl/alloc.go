@@ -531,17 +531,21 @@ func (a *Allocator) Close() error {
 		return ErrClosed
 	}
 	live := a.liveObjects()
-	a.lock()
-	a.markAllPending()
-	err := a.be.release()
-	a.mu.Unlock()
-	if err != nil {
+	if err := a.releaseAll(); err != nil {
 		return fmt.Errorf("refalloc: releasing the reservation: %w", err)
 	}
 	if live > 0 {
 		return fmt.Errorf("%w: %d objects still live at Close", ErrLeaked, live)
 	}
 	return nil
+}
+
+// releaseAll gives the reservation back, every remote word marked pending first.
+func (a *Allocator) releaseAll() error {
+	a.lock()
+	defer a.mu.Unlock()
+	a.markAllPending()
+	return a.be.release()
 }
 
 // markAllPending sets every pending bit of every remote word. The fast paths

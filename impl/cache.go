@@ -430,8 +430,8 @@ func (c *Cache) release(sb *superblock) {
 	}
 	yield(YieldReleaseLock)
 	c.a.lock()
+	defer c.a.mu.Unlock() // also on a panic (OnError runs here): Close must not hang
 	c.a.releaseLocked(c, sb)
-	c.a.mu.Unlock()
 }
 
 // refill gives class k a new held group: from the current superblock, then from
@@ -541,23 +541,36 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 	if sb.owner.Load() != nil {
 		return false
 	}
-	a := c.a
 	yield(YieldAdoptLock)
+	if !c.a.adopt(c, sb) {
+		return false
+	}
+	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
+	yield(YieldAdoptCollect)
+	c.collect(sb) // files it on c's lists (or releases it, if all is free)
+	return true
+}
+
+// adopt makes c the owner of sb if sb is still an orphan.
+func (a *Allocator) adopt(c *Cache, sb *superblock) bool {
 	a.lock()
+	defer a.mu.Unlock()
 	// Owner first: only under a.mu does it leave nil, and while it is nil the
 	// list field is a.mu's; once it is not, list is its owner's, not ours to read.
 	if sb.owner.Load() != nil || sb.list != listOrphan { // adopted meanwhile, or pooled
-		a.mu.Unlock()
 		return false
 	}
 	a.unlinkOrphan(sb)
 	a.counts.orphaned--
 	sb.owner.Store(c)
-	a.mu.Unlock()
-	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
-	yield(YieldAdoptCollect)
-	c.collect(sb) // files it on c's lists (or releases it, if all is free)
 	return true
+}
+
+// drainOrphans collects the remote frees that landed in orphans.
+func (a *Allocator) drainOrphans(c *Cache) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.drainOrphanNotify(c)
 }
 
 // acquire finds class k a superblock outside c: an orphan, or one from the pool.
@@ -625,9 +638,7 @@ func (c *Cache) flush() {
 			}
 		}
 	}
-	c.a.lock()
-	c.a.drainOrphanNotify(c)
-	c.a.mu.Unlock()
+	c.a.drainOrphans(c)
 }
 
 // Close flushes the cache and hands its superblocks over: they become orphans,
@@ -640,7 +651,27 @@ func (c *Cache) Close() error {
 	c.flush()
 	c.closed = true
 	a := c.a
+	a.orphanAll(c)
+	yield(YieldCloseOrphaned)
+	// The owners are nil now; close the stack and forward what was on it.
+	for sb := c.notify.Swap(closedStack); sb != nil; {
+		next := sb.nextNotify.Load()
+		sb.notified.Store(false)
+		a.forward(sb)
+		sb = next
+	}
+	for i := range c.sbc {
+		c.sbc[i] = sbEntry{key: noKey}
+	}
+	a.retire(c)
+	return nil
+}
+
+// orphanAll makes every superblock c owns an orphan. Its owner goes nil first:
+// a remote free that reads it then pushes to the orphans' stack.
+func (a *Allocator) orphanAll(c *Cache) {
 	a.lock()
+	defer a.mu.Unlock()
 	for k := range spec.NumClasses {
 		l := &c.lists[k]
 		for _, head := range []*superblock{c.cls[k].sb, l.partial, l.full} {
@@ -659,20 +690,6 @@ func (c *Cache) Close() error {
 		c.cls[k] = classCache{}
 		*l = classLists{}
 	}
-	a.mu.Unlock()
-	yield(YieldCloseOrphaned)
-	// The owners are nil now; close the stack and forward what was on it.
-	for sb := c.notify.Swap(closedStack); sb != nil; {
-		next := sb.nextNotify.Load()
-		sb.notified.Store(false)
-		a.forward(sb)
-		sb = next
-	}
-	for i := range c.sbc {
-		c.sbc[i] = sbEntry{key: noKey}
-	}
-	a.retire(c)
-	return nil
 }
 
 func (c *Cache) publishFrees(k int, n int32) {

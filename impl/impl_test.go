@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
@@ -615,4 +616,43 @@ func TestGenerationWrap(t *testing.T) {
 	must(t, h.Free(d, ys[3]))
 	must(t, h.FlushAll())
 	must(t, h.FreeAll())
+}
+
+// TestPanicUnderLockUnlocks: a panic raised while the central lock is held (an
+// OnError callback that panics as a release finds a remote double free still
+// pending) reaches the caller, and the lock is released: the Allocator can
+// still be closed, so a failing test fails instead of hanging in its cleanup.
+func TestPanicUnderLockUnlocks(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	var objs [][]byte
+	for range 17 { // 16 fill a superblock, the 17th makes another current
+		b, err := c.Alloc(4096)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	must(t, c.Free(objs[0]))
+	must(t, d.Free(objs[0])) // remote, pending on a free object: found later
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !errors.Is(r.(error), impl.ErrDoubleFree) {
+				t.Errorf("the free that empties the superblock: recovered %v", r)
+			}
+		}()
+		for _, b := range objs[1:16] {
+			must(t, c.Free(b)) // the last releases it, under the central lock
+		}
+	}()
+	done := make(chan error)
+	go func() { done <- a.Close() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, impl.ErrLeaked) {
+			t.Fatalf("Close: %v, want the leak of the 17th object", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs: the panic left the central lock held")
+	}
 }

@@ -19,17 +19,34 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	usable := spec.LargeUsable(n)
 	m := uint32(spec.LargeSuperblocks(usable))
 	var site uint32
-	var dirtySB []bool // debug mode: which superblocks must hold poison
 	if a.debug {
 		site = a.sites.record()
 	}
-	a.lock()
-	i, ok := a.takeRun(m)
-	if !ok {
-		a.mu.Unlock()
+	head, dirty, dirtySB, prevSite := a.carveLarge(m, usable, site)
+	if head == nil {
 		return nil, fmt.Errorf("%w: no free run of %d superblocks for %d bytes", ErrOutOfMemory, m, n)
 	}
-	dirty := false
+	b := unsafe.Slice((*byte)(a.sbAddr(head)), usable)
+	if a.debug {
+		a.verifyLargePoison(b, dirtySB, prevSite)
+	}
+	if dirty {
+		clear(b) // ZEROED
+	}
+	return b[:n], nil
+}
+
+// carveLarge takes a run of m superblocks for a large object of usable bytes:
+// its head (nil if no run is long enough), whether any of its memory may be
+// dirty, and in debug mode which superblocks must hold poison and the site of
+// the object that last started there.
+func (a *Allocator) carveLarge(m uint32, usable int, site uint32) (head *superblock, dirty bool, dirtySB []bool, prevSite uint32) {
+	a.lock()
+	defer a.mu.Unlock()
+	i, ok := a.takeRun(m)
+	if !ok {
+		return nil, false, nil, 0
+	}
 	for j := i; j < i+m; j++ {
 		sb := a.header(j)
 		a.takeDirty(sb)
@@ -45,22 +62,14 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 		}
 		sb.meta.Store(packMeta(gen, state, noClass))
 	}
-	head := a.header(i)
-	prevSite := head.site
+	head = a.header(i)
+	prevSite = head.site
 	head.runLen, head.usable, head.site = m, uintptr(usable), site
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
 	a.counts.large += int(m)
-	a.mu.Unlock()
-	b := unsafe.Slice((*byte)(a.sbAddr(head)), usable)
-	if a.debug {
-		a.verifyLargePoison(b, dirtySB, prevSite)
-	}
-	if dirty {
-		clear(b) // ZEROED
-	}
-	return b[:n], nil
+	return head, dirty, dirtySB, prevSite
 }
 
 // freeLarge frees the large object starting at offset off, or says why not.

@@ -38,6 +38,7 @@ type Harness struct {
 	CheckEachStep bool
 	// LastErr is the error the allocator returned from the last call.
 	LastErr error
+	disarm  func() // the watchdog
 }
 
 // NewHarness makes an Allocator with opt, its Model, and a second Allocator.
@@ -47,13 +48,14 @@ func NewHarness(opt impl.Options) (*Harness, error) {
 		return nil, err
 	}
 	return &Harness{
-		A: sh.A, M: sh.M, other: sh.other,
+		A: sh.A, M: sh.M, other: sh.other, disarm: sh.disarm,
 		caches: map[int]*impl.Cache{}, closedHandles: map[int]*impl.Cache{}, live: map[uintptr][]byte{}, fills: map[uintptr]byte{},
 	}, nil
 }
 
 // Close closes the harness's allocators (the model checks the leak count).
 func (h *Harness) Close() error {
+	defer h.disarm()
 	if !h.M.Closed() {
 		if err := h.CloseAllocator(); err != nil {
 			return err
@@ -84,6 +86,7 @@ func (h *Harness) cache(id int) interface {
 }
 
 func (h *Harness) step(v *oracle.Violation) error {
+	progress()
 	if v != nil {
 		return v
 	}

@@ -49,6 +49,7 @@ type Shared struct {
 	live       map[uintptr]SharedObj  // the Model's live objects as handed out
 	freeing    map[uintptr]*freeing   // frees of live objects in flight
 	later      map[uintptr]*judgement // addresses judged at the next Settle
+	disarm     func()                 // the watchdog
 }
 
 // SharedObj is an object as a driver holds it.
@@ -97,11 +98,13 @@ func NewShared(opt impl.Options) (*Shared, error) {
 	return &Shared{
 		A: a, other: other, M: oracle.New(snap.Base, snap.Size), MaxViolations: 10,
 		live: map[uintptr]SharedObj{}, freeing: map[uintptr]*freeing{}, later: map[uintptr]*judgement{},
+		disarm: arm(),
 	}, nil
 }
 
 // Close closes the Allocator (reporting leaks as EMPTY violations).
 func (s *Shared) Close() {
+	defer s.disarm()
 	if err := s.A.Close(); err != nil {
 		s.Record(violation(spec.RuleEmpty, "Close: %v", err))
 	}
@@ -132,6 +135,7 @@ func (s *Shared) Violations() []*Violation {
 
 // tick is the next position in the order of begins and ends. Under mu.
 func (s *Shared) tick() uint64 {
+	progress()
 	s.seq++
 	return s.seq
 }
