@@ -233,15 +233,17 @@ func (h *Harness) Free(id int, a uintptr) error {
 // cache that is open, with ExpectFree's exact prediction from a snapshot.
 func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 	expect := []oracle.Kind{oracle.Closed}
+	var before *impl.Snapshot
+	var ids []int
 	if c := h.cache(id); c != nil && !h.M.Closed() {
-		s := h.A.Snapshot()
-		ids := []int{id}
+		before = h.A.Snapshot()
+		ids = []int{id}
 		if id == Front {
-			ids = frontIDs(s)
+			ids = frontIDs(before)
 		}
 		expect = expect[:0]
 		for _, cid := range ids {
-			expect = append(expect, ExpectFree(s, cid, addr(b)))
+			expect = append(expect, ExpectFree(before, cid, addr(b)))
 		}
 	}
 	var err error
@@ -262,7 +264,51 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 		}
 		return got, violation(rule, "Free(%#x) on cache %d returned %v; the snapshot says %v", addr(b), id, got, expect)
 	}
+	if before != nil {
+		if v := checkMiss(before, h.A.Snapshot(), ids, addr(b)); v != nil {
+			return got, v
+		}
+	}
 	return got, nil
+}
+
+// checkMiss checks that a free of addr by one of the caches ids counted the
+// superblock-cache miss ExpectMiss predicts for it (the Allocator's methods:
+// for one of its caches), and no other cache counted one.
+func checkMiss(before, after *impl.Snapshot, ids []int, addr uintptr) *Violation {
+	misses := func(s *impl.Snapshot) map[int]uint64 {
+		m := map[int]uint64{}
+		for _, c := range s.Caches {
+			m[c.ID] = c.SuperblockCacheMisses + c.UnpublishedMisses
+		}
+		return m
+	}
+	b, a := misses(before), misses(after)
+	var counted []int
+	for id, n := range a {
+		if n != b[id] {
+			counted = append(counted, id)
+		}
+	}
+	for _, id := range ids {
+		want := uint64(0)
+		if ExpectMiss(before, id, addr) {
+			want = 1
+		}
+		if a[id]-b[id] == want && (len(counted) == 0 || len(counted) == 1 && counted[0] == id) {
+			return nil
+		}
+	}
+	return violation(spec.RuleCacheCoherent, "a free of %#x by one of caches %v: caches %v counted superblock-cache misses, the snapshot before says %v",
+		addr, ids, counted, expectMisses(before, ids, addr))
+}
+
+func expectMisses(s *impl.Snapshot, ids []int, addr uintptr) []bool {
+	var out []bool
+	for _, id := range ids {
+		out = append(out, ExpectMiss(s, id, addr))
+	}
+	return out
 }
 
 // FreeSlice frees b, whatever it is, on cache id and checks the outcome with the

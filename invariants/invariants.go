@@ -667,6 +667,47 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	return first
 }
 
+// ExpectMiss predicts, from a snapshot, whether cache id's free of addr counts
+// a superblock-cache miss (Stats.SuperblockCacheMisses): a free that reads the
+// header of a small superblock because the cache has no entry it can use for
+// it. An entry it can use is one for that superblock that says "mine", or one
+// that does not, of a superblock another cache owns, whose generation and
+// remote set are current (a stale one is refreshed, and that is a miss). A
+// superblock that is an orphan is adopted first, which reads the header again:
+// a miss.
+func ExpectMiss(s *impl.Snapshot, id int, addr uintptr) bool {
+	if addr < s.Base || addr >= s.Base+s.Size {
+		return false
+	}
+	idx := int(addr-s.Base) / s.SuperblockSize
+	var st *impl.SuperblockState
+	for i := range s.Superblocks {
+		if s.Superblocks[i].Index == idx {
+			st = &s.Superblocks[i]
+		}
+	}
+	if st == nil || st.State != impl.SBSmall {
+		return false
+	}
+	for _, c := range s.Caches {
+		if c.ID != id {
+			continue
+		}
+		for _, e := range c.Entries {
+			switch {
+			case e.Superblock != idx:
+			case e.Mine:
+				return false
+			case st.Orphan:
+				return true
+			case e.Gen == st.Gen && e.SameRemote:
+				return false // a current entry decides, slot start or not
+			}
+		}
+	}
+	return true
+}
+
 // ExpectFree predicts, from a snapshot, the exact outcome of cache id freeing the
 // object at addr (FREE-DOUBLE, FREE-INVALID): the start of a live object succeeds;
 // anything else is an error, except a remote free (into a superblock another
