@@ -68,6 +68,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -242,7 +243,7 @@ func (a *Allocator) sbAddr(sb *superblock) unsafe.Pointer {
 // Under a.mu.
 func (a *Allocator) takeRun(n uint32) (uint32, bool) {
 	for i, r := range a.runs {
-		if r.n < n {
+		if r.n < n || mutant.SkipExactRun && r.n == n {
 			continue
 		}
 		if r.n == n {
@@ -276,7 +277,7 @@ func (a *Allocator) putRun(start, n uint32) {
 		}
 		return
 	}
-	if i < len(a.runs) && start+n == a.runs[i].start {
+	if i < len(a.runs) && start+n == a.runs[i].start && !mutant.NoCoalesce {
 		a.runs[i].start = start
 		a.runs[i].n += n
 		return
@@ -325,7 +326,11 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	for g := range rs.w {
 		for {
 			w := rs.w[g].Load()
-			if rs.w[g].CompareAndSwap(w, uint64(tag)<<32) {
+			stamp := tag
+			if mutant.StampSameGen {
+				stamp = gen
+			}
+			if rs.w[g].CompareAndSwap(w, uint64(stamp)<<32) {
 				for p := uint32(w); p != 0; p &= p - 1 {
 					a.lateDouble(c, sb, int(k), g*32+bits.TrailingZeros32(p))
 				}
@@ -366,7 +371,7 @@ func (a *Allocator) takeDirty(sb *superblock) {
 // release. Under a.mu.
 func (a *Allocator) pooled(n int) {
 	a.counts.dirtyPooled += n
-	if a.counts.dirtyPooled > a.retain {
+	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decommitPool(a.retain / 2)
 	}
 }
@@ -412,7 +417,9 @@ func (a *Allocator) decommit(lo, hi uint32) error {
 	}
 	n := int(hi - lo)
 	a.counts.dirtyPooled -= n
-	a.counts.committed -= n
+	if !mutant.DecommitCount {
+		a.counts.committed -= n
+	}
 	return nil
 }
 
@@ -426,6 +433,9 @@ func (a *Allocator) Trim() error {
 	a.Flush()
 	a.lock()
 	defer a.mu.Unlock()
+	if mutant.TrimNoop {
+		return nil
+	}
 	return a.decommitPool(0)
 }
 
@@ -488,7 +498,9 @@ func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
 			continue
 		}
 		a.unlinkOrphan(sb)
-		a.counts.orphaned--
+		if !mutant.OrphanCount {
+			a.counts.orphaned--
+		}
 		sb.owner.Store(c)
 		return sb
 	}
@@ -576,6 +588,9 @@ func (a *Allocator) liveObjects() int {
 	n := 0
 	for i := range s.Superblocks {
 		n += s.Superblocks[i].Live
+	}
+	if mutant.LeakCountLarge {
+		return n
 	}
 	return n + len(s.Large)
 }

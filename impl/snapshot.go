@@ -42,6 +42,9 @@ type Snapshot struct {
 	// order (a list that does not end within the number of superblocks is cut
 	// there: a cycle).
 	Orphans [][]int
+	// OrphanNotify is the notification stack of orphans, from its head (cut
+	// like Orphans).
+	OrphanNotify []int
 	// Retired are the counters closed caches left to the Allocator.
 	Retired CacheCounters
 }
@@ -78,7 +81,8 @@ type SuperblockState struct {
 	RemoteTags    []uint32
 	NFree         int // set bits of Free, minus LocalFreed
 	LocalFreed    int // local frees not yet published (STATS-LAG)
-	Notified      bool
+	// Notified: on (or being pushed onto) a notification stack.
+	Notified bool
 	// Live is the impl's own count of live objects (not free, held, or pending);
 	// the invariant checker recomputes it.
 	Live int
@@ -97,6 +101,8 @@ type CacheState struct {
 	// Partial and Full are the owned superblocks that are not current, by
 	// class, in list order (cut like Snapshot.Orphans).
 	Partial, Full [][]int
+	// Notify is the cache's notification stack, from its head.
+	Notify []int
 }
 
 // HeldGroup is a class's held group: objects taken from a superblock, not yet
@@ -165,6 +171,7 @@ func (a *Allocator) snapshot() *Snapshot {
 			st := SuperblockState{
 				Index: int(sb.idx), Addr: a.base + uintptr(sb.idx)<<spec.SuperblockShift,
 				State: SBState(state), Gen: gen, Class: -1, Owner: -1, Dirty: sb.dirty,
+				Notified: sb.notified.Load(),
 			}
 			switch {
 			case k < spec.NumClasses:
@@ -184,6 +191,7 @@ func (a *Allocator) snapshot() *Snapshot {
 	for _, c := range caches {
 		s.Caches = append(s.Caches, c.snapshot(c.front))
 	}
+	s.OrphanNotify = a.walkNotify(a.orphanNotify.Load())
 	s.Orphans = make([][]int, spec.NumClasses)
 	for k := range s.Orphans {
 		s.Orphans[k] = a.walk(a.orphans[k])
@@ -193,6 +201,15 @@ func (a *Allocator) snapshot() *Snapshot {
 	a.regMu.Unlock()
 	s.Retired = CacheCounters{DoubleFrees: r.double, InvalidFrees: r.invalid, WriteAfterFrees: r.waf, SuperblockCacheMisses: r.sbcFills}
 	return s
+}
+
+// walkNotify lists a notification stack from head, cut like walk.
+func (a *Allocator) walkNotify(head *superblock) []int {
+	var out []int
+	for sb := head; sb != nil && sb != closedStack && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() {
+		out = append(out, int(sb.idx))
+	}
+	return out
 }
 
 // walk lists a superblock list from head, at most as many as there are
@@ -221,7 +238,6 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 		st.Pending[g], st.RemoteTags[g] = uint32(w), uint32(w>>32)
 	}
 	st.NFree, st.LocalFreed = int(sb.nfree), int(sb.localFreed)
-	st.Notified = sb.notified.Load()
 	for g := range st.Free {
 		st.Live += int(popcount(liveBits(st, held, g)))
 	}
@@ -288,6 +304,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 		cs.Allocs[k], cs.Frees[k] = c.pub[k].allocs.Load(), c.pub[k].frees.Load()
 		cs.Partial[k], cs.Full[k] = c.a.walk(c.lists[k].partial), c.a.walk(c.lists[k].full)
 	}
+	cs.Notify = c.a.walkNotify(c.notify.Load())
 	for w := 0; w <= int(c.wayMask); w++ {
 		e := &c.sbc[w]
 		if e.key == noKey {

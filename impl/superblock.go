@@ -121,7 +121,7 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	if debug {
 		sb.sites = make([]uint32, n)
 	}
-	if sb.dirty {
+	if sb.dirty && !mutant.DirtyAsFresh {
 		sb.zeroedFrom = int32(n)
 	} else {
 		sb.zeroedFrom = 0
@@ -153,6 +153,9 @@ func (sb *superblock) empty() bool { return sb.nfree+sb.localFreed == sb.objects
 func (sb *superblock) ensureRemote(g int, gen uint32) {
 	rs := sb.remote.Load()
 	if rs != nil && len(rs.w) >= g && !rs.retired() {
+		if mutant.NoRestamp {
+			return
+		}
 		for i := range rs.w {
 			rs.w[i].Store(uint64(gen) << 32)
 		}

@@ -248,6 +248,24 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			vs = append(vs, violation(spec.RuleConserve, "large object %#x of %d bytes spans %d superblocks", o.Addr, o.Usable, o.Superblocks))
 		}
 	}
+	// Every superblock marked notified is on exactly one notification stack
+	// (an owner's, maybe its previous owner's, or the orphans'), and no other
+	// is: a notification on no stack is lost, and the remote frees it
+	// announces are never collected.
+	stacks := map[int]int{}
+	for _, i := range s.OrphanNotify {
+		stacks[i]++
+	}
+	for _, c := range s.Caches {
+		for _, i := range c.Notify {
+			stacks[i]++
+		}
+	}
+	for _, st := range s.Superblocks {
+		if n := stacks[st.Index]; st.Notified != (n == 1) || n > 1 {
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks", st.Index, st.Notified, n))
+		}
+	}
 	total := int(s.Size / uintptr(s.SuperblockSize))
 	pooled, end := 0, 0
 	for i, r := range s.FreeRuns {
