@@ -110,7 +110,7 @@ func (a *Allocator) freeLarge(off uintptr) error {
 	}
 	a.counts.large -= int(m)
 	a.putRun(head.idx, m)
-	a.pooled(int(m))
+	a.pooled(head.idx, m)
 	return nil
 }
 

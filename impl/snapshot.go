@@ -33,11 +33,14 @@ type Snapshot struct {
 	PublishBatch   int // the STATS-LAG batch: bound on a superblock's LocalFreed
 	Ways           int // entries of each cache's superblock cache
 	Retain         int // bytes of empty superblocks the pool keeps committed
-	Stats          Stats
-	Superblocks    []SuperblockState // every header ever used, by index
-	Caches         []CacheState      // the open caches, by ID
-	Large          []LargeObject     // live large objects, by address
-	FreeRuns       []Run             // the pool, by start
+	// Decay is how long, in ns, superblocks past Retain stay committed (0: not
+	// at all); Now is the time of the snapshot on the allocator's clock.
+	Decay, Now  int64
+	Stats       Stats
+	Superblocks []SuperblockState // every header ever used, by index
+	Caches      []CacheState      // the open caches, by ID
+	Large       []LargeObject     // live large objects, by address
+	FreeRuns    []Run             // the pool, by start
 	// Orphans are the central lists of orphaned superblocks, by class, in list
 	// order (a list that does not end within the number of superblocks is cut
 	// there: a cycle).
@@ -67,10 +70,12 @@ type SuperblockState struct {
 	// (pool; spec.Large after a large object), or -1.
 	Class int
 	// Owner is the owning cache's ID; -1 for an orphan or when not small.
-	Owner   int
-	Orphan  bool
-	Dirty   bool // used since it was last fresh (counted in Stats.Committed)
-	Current bool // the current superblock of its class in its owner
+	Owner  int
+	Orphan bool
+	Dirty  bool // used since it was last fresh (counted in Stats.Committed)
+	// PooledAt is when a pooled superblock entered the pool dirty.
+	PooledAt int64
+	Current  bool // the current superblock of its class in its owner
 	// List is the list the header says it is on: "current", "partial",
 	// "full", "orphan" or "none".
 	List    string
@@ -149,6 +154,7 @@ func (a *Allocator) snapshot() *Snapshot {
 	s := &Snapshot{
 		Base: a.base, Size: a.size, SuperblockSize: spec.SuperblockSize,
 		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << spec.SuperblockShift,
+		Decay: a.decay, Now: a.now(),
 	}
 	caches := a.openCaches()
 	a.lock()
@@ -171,7 +177,7 @@ func (a *Allocator) snapshot() *Snapshot {
 			st := SuperblockState{
 				Index: int(sb.idx), Addr: a.base + uintptr(sb.idx)<<spec.SuperblockShift,
 				State: SBState(state), Gen: gen, Class: -1, Owner: -1, Dirty: sb.dirty,
-				Notified: sb.notified.Load(),
+				Notified: sb.notified.Load(), PooledAt: sb.pooledAt,
 			}
 			switch {
 			case k < spec.NumClasses:

@@ -81,7 +81,9 @@ type superblock struct {
 	dirty  bool     // used since it was last fresh: may be committed and nonzero
 	site   uint32   // debug mode, large head: the allocation site
 	sites  []uint32 // debug mode, owner-private: each object's allocation site
-	_      [16]byte
+	// pooledAt is when it last entered the pool dirty (Options.Decay).
+	pooledAt int64
+	_        [8]byte
 }
 
 var _ = [1]struct{}{}[unsafe.Sizeof(superblock{})-192]

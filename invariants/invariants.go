@@ -22,6 +22,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -522,8 +523,8 @@ func memAccount(s *impl.Snapshot) []*Violation {
 			if !st.Dirty {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
-		} else if st.Dirty {
-			dirtyPooled++
+		} else if st.Dirty && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay) {
+			dirtyPooled++ // past its decay (the timer has had it twice over)
 		}
 	}
 	sbs := uint64(s.SuperblockSize)
@@ -533,7 +534,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 	case s.Stats.InUse != uint64(inUse)*sbs:
 		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d superblocks are in use", s.Stats.InUse, inUse))
 	case dirtyPooled*s.SuperblockSize > s.Retain:
-		vs = append(vs, violation(spec.RuleMemAccount, "the pool keeps %d committed superblocks, Retain is %d bytes", dirtyPooled, s.Retain))
+		vs = append(vs, violation(spec.RuleMemAccount, "the pool keeps %d committed superblocks past their decay of %v, Retain is %d bytes", dirtyPooled, time.Duration(s.Decay), s.Retain))
 	}
 	return vs
 }

@@ -74,4 +74,5 @@ var All = []Mutant{
 	{"stampsamegen", "CACHE-COHERENT", "Cache.Free", "a release stamps the remote words with the generation that ends, not the next"},
 	{"norestamp", "CACHE-COHERENT", "Cache.Free", "a new small period keeps the remote set without restamping it"},
 	{"dropforward", "STATS-EXACT", "Cache.Flush", "a cache's drain drops, instead of forwarding, a superblock it no longer owns"},
+	{"nodecay", "MEM-ACCOUNT", "Options.Decay", "past Retain the pool returns memory at once, without waiting for Decay"},
 }

@@ -55,6 +55,7 @@ const (
 	StampSameGen        = false
 	NoRestamp           = false
 	DropForward         = false
+	NoDecay             = false
 )
 
 func Drop() bool { return false }

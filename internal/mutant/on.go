@@ -72,6 +72,7 @@ var (
 	StampSameGen        = on("stampsamegen")
 	NoRestamp           = on("norestamp")
 	DropForward         = on("dropforward")
+	NoDecay             = on("nodecay")
 )
 
 var remoteFrees atomic.Uint64
