@@ -36,6 +36,16 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p {
+		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
+		// freeing b now would free nb under the caller (FREE-DOUBLE).
+		c.Free(nb)
+		k := spec.Large
+		if n <= spec.MaxSmall {
+			k = spec.SizeToClass(n)
+		}
+		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
+	}
 	copy(nb, b[:keep])
 	if err := c.Free(b); err != nil {
 		c.Free(nb)
@@ -62,7 +72,9 @@ func (c *Cache) resizable(b []byte, n int) bool {
 	_, state, k := unpackMeta(sb.meta.Load())
 	switch state {
 	case stateSmall:
-		if sb.owner.Load() != c || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
+		// n may exceed MaxSmall when b is stale: a large object's slice whose
+		// superblock is small now.
+		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
 			return false
 		}
 		rel := uint32(off) & (spec.SuperblockSize - 1)

@@ -120,3 +120,37 @@ func TestRealloc(t *testing.T) {
 		t.Fatalf("large objects left: %+v", s.Large)
 	}
 }
+
+// A stale b is refused, never resized: not when Alloc hands its own address out
+// again (freeing b would free the result), nor when it was large and its
+// superblock is small now (its cap is past MaxSmall).
+func TestReallocStale(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	t.Cleanup(func() { impl.CheckLeaks(t, a) })
+	c, _ := a.NewCache()
+
+	l, err := c.Alloc(200_000)
+	must(t, err)
+	must(t, c.Free(l))
+	if r, err := c.Realloc(l, 200_000); !errors.Is(err, impl.ErrDoubleFree) || r != nil {
+		t.Fatalf("Realloc of a freed large object onto its own pages: %v, %d bytes at %p (it was at %p)", err, len(r), r, l)
+	}
+
+	x, err := c.Alloc(100) // carves l's first superblock: x is at l's address
+	must(t, err)
+	y, err := c.Alloc(100)
+	must(t, err)
+	if addrOf(x) != addrOf(l) {
+		t.Fatalf("the small object is at %p, not in the large object's superblock at %p", x, l)
+	}
+	must(t, c.Free(x))
+	if _, err := c.Realloc(l, spec.MaxSmall+1); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("Realloc of a stale large slice over a small superblock: %v", err)
+	}
+	must(t, c.Free(y))
+	if s := a.Stats(); s.Large.LiveObjects != 0 {
+		t.Fatalf("large objects left: %+v", s.Large)
+	}
+}
