@@ -129,8 +129,13 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 	inPlace, sure := false, false
 	if c == nil {
 		c = h.closedCache(id)
-	} else if live && n >= 0 && !h.M.Closed() {
-		inPlace, sure = expectInPlace(h.A.Snapshot(), id, old, n)
+	} else if o, _ := h.M.LiveAt(old); live && n >= 0 && !h.M.Closed() && o.Class != spec.Large {
+		// A small object moves to another class for sure; only within its
+		// class does the owner decide, which takes a snapshot to know.
+		inPlace, sure = false, true
+		if oracle.ClassOf(n, 1) == o.Class {
+			inPlace, sure = expectInPlace(h.A.Snapshot(), id, old, n)
+		}
 	}
 	var r []byte
 	var err error
