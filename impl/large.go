@@ -48,28 +48,13 @@ func (a *Allocator) carveLarge(m uint32, usable int, site uint32) (head *superbl
 	if !ok {
 		return nil, false, nil, 0
 	}
-	for j := i; j < i+m; j++ {
-		sb := a.header(j)
-		a.takeDirty(sb)
-		gen, _, _ := unpackMeta(sb.meta.Load())
-		dirty = dirty || sb.dirty
-		if a.debug {
-			dirtySB = append(dirtySB, sb.dirty)
-		}
-		sb.dirty = true
-		state := uint8(stateLargeTail)
-		if j == i {
-			state = stateLargeHead
-		}
-		sb.meta.Store(packMeta(gen, state, noClass))
-	}
+	dirty, dirtySB = a.carveRun(i, m, true, a.debug)
 	head = a.header(i)
 	prevSite = head.site
 	head.runLen, head.usable, head.site = m, uintptr(usable), site
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
-	a.counts.large += int(m)
 	return head, dirty, dirtySB, prevSite
 }
 
@@ -90,28 +75,117 @@ func (a *Allocator) freeLarge(off uintptr) error {
 	if a.debug {
 		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
 	}
-	for j := head.idx; j < head.idx+m; j++ {
-		sb := a.header(j)
-		gen, _, _ := unpackMeta(sb.meta.Load())
-		mark := uint8(noClass)
-		if j == head.idx {
-			mark = largeMark
-		}
-		next, tag := nextGen(gen)
-		if tag == deadTag {
-			sb.retire()
-		}
-		sb.meta.Store(packMeta(next, statePool, mark))
-	}
+	a.poolRun(head.idx, m, largeMark)
 	a.large.Frees++
 	a.large.LiveObjects--
 	if !mutant.LargeLiveBytes {
 		a.large.LiveBytes -= uint64(head.usable)
 	}
-	a.counts.large -= int(m)
-	a.putRun(head.idx, m)
-	a.pooled(head.idx, m)
 	return nil
+}
+
+// carveRun makes the pool's superblocks [i, i+m), just taken from it, a large
+// object's (its head too, if head). It reports whether any of their memory may
+// be dirty and, if each, which (in debug mode those must hold poison). Under
+// a.mu.
+func (a *Allocator) carveRun(i, m uint32, head, each bool) (dirty bool, dirtySB []bool) {
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		a.takeDirty(sb)
+		gen, _, _ := unpackMeta(sb.meta.Load())
+		dirty = dirty || sb.dirty
+		if each {
+			dirtySB = append(dirtySB, sb.dirty)
+		}
+		sb.dirty = true
+		state := uint8(stateLargeTail)
+		if head && j == i {
+			state = stateLargeHead
+		}
+		sb.meta.Store(packMeta(gen, state, noClass))
+	}
+	a.counts.large += int(m)
+	return dirty, dirtySB
+}
+
+// poolRun returns a large object's superblocks [i, i+m) to the pool, the
+// first marked mark (largeMark for a head: a second free of it is a double
+// free). Under a.mu.
+func (a *Allocator) poolRun(i, m uint32, mark uint8) {
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
+		next, tag := nextGen(gen)
+		if tag == deadTag {
+			sb.retire()
+		}
+		sb.meta.Store(packMeta(next, statePool, mark))
+		mark = noClass
+	}
+	a.counts.large -= int(m)
+	a.putRun(i, m)
+	a.pooled(i, m)
+}
+
+// resizeLarge makes b, a large object of this Allocator, n bytes (n > MaxSmall)
+// in place if it can, keeping its first keep bytes: shrinking always, the
+// superblocks past n's going back to the pool; growing when the superblocks
+// right after it are free in the pool, which it takes. Its capacity becomes
+// n's usable size, as Alloc(n)'s (LARGE-EXACT), and every byte past keep reads
+// zero (ZEROED): the object's old memory is cleared, taken superblocks only if
+// they may be dirty, so a buffer that doubles in place touches each page once.
+func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	head := a.lookup(off >> spec.SuperblockShift)
+	u := spec.LargeUsable(n)
+	old, dirtySB, ok := a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u)
+	if !ok {
+		return nil, false
+	}
+	r := unsafe.Slice((*byte)(a.sbAddr(head)), u)
+	if a.debug && len(dirtySB) > 0 {
+		lo := int(old) << spec.SuperblockShift
+		a.verifyLargePoison(r[lo:], dirtySB, 0)
+	}
+	clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
+	for j, d := range dirtySB {
+		if lo := (int(old) + j) << spec.SuperblockShift; d && !mutant.LargeGrowDirty {
+			clear(r[lo:min(u, lo+spec.SuperblockSize)])
+		}
+	}
+	return r[:n], true
+}
+
+// resizeRun is resizeLarge's part under a.mu: it checks that head is still
+// the head of b's object (off, capacity), changes its run to m superblocks and
+// its usable size to u, and returns the run's old length and, for superblocks
+// it took, whether each may be dirty.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int) (old uint32, dirtySB []bool, ok bool) {
+	a.lock()
+	defer a.mu.Unlock()
+	_, state, _ := unpackMeta(head.meta.Load())
+	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable {
+		return 0, nil, false // not b's object: not live, or another one
+	}
+	old = head.runLen
+	switch {
+	case m < old && mutant.LargeShrinkKeep:
+		m = old
+	case m < old:
+		if a.debug {
+			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m)<<spec.SuperblockShift))
+		}
+		a.poolRun(head.idx+m, old-m, noClass)
+	case m > old:
+		if !a.takeRunAt(head.idx+old, m-old) {
+			return 0, nil, false
+		}
+		_, dirtySB = a.carveRun(head.idx+old, m-old, false, true)
+	}
+	head.runLen = m
+	a.large.LiveBytes += uint64(u) - uint64(head.usable) // LARGE-EXACT
+	head.usable = uintptr(u)
+	return old, dirtySB, true
 }
 
 // verifyLargePoison checks, in debug mode, that the superblocks of a new large

@@ -4,6 +4,7 @@ package invariants
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -20,6 +21,7 @@ type SoakConfig struct {
 	Goroutines int           // workers, each with its own Cache [4×GOMAXPROCS]
 	Duration   time.Duration // how long to run [30s]
 	MaxOps     uint64        // stop after this many operations in all (0: no limit)
+	MinOps     uint64        // but not before this many, whatever the time (a slow machine)
 	Seed       uint64        // worker g draws from PCG(Seed, g) [from the clock]
 	// Reserve is the reservation in bytes [8 MiB]: small, so superblocks are
 	// reused across classes and owners and the allocator runs out of memory.
@@ -148,7 +150,21 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	if cfg.MaxViolations <= 0 {
 		cfg.MaxViolations = 10
 	}
-	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug})
+	// A write after free reported is a violation (none is made); say which.
+	var wafs struct {
+		sync.Mutex
+		errs []string
+	}
+	onError := func(err error) {
+		if errors.Is(err, impl.ErrWriteAfterFree) {
+			wafs.Lock()
+			if len(wafs.errs) < 3 {
+				wafs.errs = append(wafs.errs, err.Error())
+			}
+			wafs.Unlock()
+		}
+	}
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, OnError: onError})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +187,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	lastProgress := time.Now()
 	for n := 1; ; n++ {
 		time.Sleep(cfg.CheckEvery)
-		done := time.Since(s.start) >= cfg.Duration || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
+		done := time.Since(s.start) >= cfg.Duration && s.ops.Load() >= cfg.MinOps || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
 			len(sh.Violations()) >= cfg.MaxViolations
 		b := s.pause()
 		if done {
@@ -200,6 +216,9 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	}
 	rep.Lead = lead
 	sh.Close()
+	for _, e := range wafs.errs {
+		sh.Record(violation(spec.RuleDebugPoison, "reported: %s", e))
+	}
 	s.stamp()
 	for i, v := range sh.Violations() {
 		rep.Violations = append(rep.Violations, SoakViolation{Rule: v.Rule, Detail: v.Detail, Seed: cfg.Seed, At: s.at[i]})

@@ -73,6 +73,12 @@ var (
 	NoRestamp           = on("norestamp")
 	DropForward         = on("dropforward")
 	NoDecay             = on("nodecay")
+	ReallocNoZero       = on("reallocnozero")
+	ReallocShortCopy    = on("reallocshortcopy")
+	ReallocStaleSelf    = on("reallocstaleself")
+	LargeGrowDirty      = on("largegrowdirty")
+	LargeShrinkKeep     = on("largeshrinkkeep")
+	LargeGrowTaken      = on("largegrowtaken")
 )
 
 var remoteFrees atomic.Uint64
