@@ -348,8 +348,10 @@ func (w *soakWorker) step() {
 			default:
 			}
 		}
-	case op < 970:
+	case op < 955:
 		w.staleFree()
+	case op < 970:
+		w.realloc()
 	case op < 975:
 		w.sh.BadFree(w.cache(), w.id, w.rng.IntN(2), w.rng.IntN(1<<16))
 		w.bad++
@@ -404,6 +406,24 @@ func (w *soakWorker) staleFree() {
 	w.bad++
 	if cap(b) <= spec.MaxSmall {
 		w.small++
+	}
+}
+
+// realloc resizes one of the worker's objects through its cache or the
+// Allocator.
+func (w *soakWorker) realloc() {
+	if len(w.mine) == 0 {
+		return
+	}
+	i := w.rng.IntN(len(w.mine))
+	if cap(w.mine[i].B) <= spec.MaxSmall {
+		w.small++ // it may free the object: a superblock-cache lookup
+	}
+	if r, _ := w.sh.Realloc(w.cache(), w.id, w.mine[i], w.drawSize(), byte(w.rng.IntN(255)+1)); r.B != nil {
+		w.mine[i] = r
+	} else {
+		w.mine[i] = w.mine[len(w.mine)-1]
+		w.mine = w.mine[:len(w.mine)-1]
 	}
 }
 
