@@ -330,6 +330,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 		// The remote set before and after the header: if it did not change, it
 		// is the set of the period the header describes (fillEntry).
 		rs := sb.remote.Load()
+		yield(YieldFreeRemoteSet)
 		gen, state, k := unpackMeta(sb.meta.Load())
 		yield(YieldFreeHeader)
 		switch state {

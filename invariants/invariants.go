@@ -209,7 +209,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			if sb.Free[g]&sb.heldBits(g) != 0 {
 				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: objects both free and held", sb.Index, g))
 			}
-			if sb.RemoteTags[g] != sb.Gen {
+			if sb.RemoteTags[g] != sb.Gen || sb.Gen == 1<<32-1 { // the tag of a retired set is no generation
 				vs = append(vs, violation(spec.RuleCacheCoherent, "superblock %d group %d: remote tag %d, generation %d", sb.Index, g, sb.RemoteTags[g], sb.Gen))
 			}
 			free += bits.OnesCount32(sb.Free[g])
