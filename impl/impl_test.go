@@ -731,3 +731,30 @@ func TestTailFreedByEveryone(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalDoubleFreeOfHeldObject (FREE-DOUBLE): the owner frees, without a
+// flush, objects its refill moved into the held group but never handed out;
+// each is a double free and changes nothing, whichever class it is in.
+func TestLocalDoubleFreeOfHeldObject(t *testing.T) {
+	for _, size := range []int{16, 64, 256, 4096} {
+		h, ids := harness(t, impl.Options{Reserve: 8 * spec.SuperblockSize}, 1)
+		c := ids[0]
+		p := alloc(t, h, c, size) // refill: p handed out, the rest of its group held
+		before := h.A.Stats().DoubleFrees
+		for k := uintptr(1); k <= 3; k++ {
+			must(t, h.FreeSlice(c, unsafe.Slice((*byte)(unsafe.Pointer(p+k*uintptr(size))), size)))
+			if !errors.Is(h.LastErr, impl.ErrDoubleFree) {
+				t.Fatalf("size %d: free of held object %d returned %v, want ErrDoubleFree", size, k, h.LastErr)
+			}
+		}
+		if got := h.A.Stats().DoubleFrees - before; got != 3 {
+			t.Fatalf("size %d: DoubleFrees grew by %d, want 3", size, got)
+		}
+		for k := uintptr(1); k <= 3; k++ { // still handed out once each, zeroed
+			if z := alloc(t, h, c, size); z != p+k*uintptr(size) {
+				t.Fatalf("size %d: allocation %d at %#x, want %#x", size, k, z, p+k*uintptr(size))
+			}
+		}
+		must(t, h.FreeAll())
+	}
+}
