@@ -58,6 +58,19 @@
 // free bitmap, its held group and the pending remote bits; a remote free that
 // targets an object which is not live is caught when the owner collects it (or
 // before it could hand the object out) and dropped.
+//
+// Guard mode (GUARD-FAULT, guard.go). Freed memory of guarded objects is made
+// inaccessible (mprotect) and given back to the OS, and kept out of reuse in a
+// bounded quarantine, oldest released first, so that a read or write after
+// free faults at the access. Large objects are runs of whole superblocks
+// already; a sampled small allocation gets a superblock of its own, the object
+// at its start, so that protecting it protects nothing else. Sampling costs
+// the fast paths nothing: a refill cuts the held group short where the next
+// sampled allocation is due (a countdown per cache and class), so the
+// allocation that finds the group empty, which takes the slow path anyway, is
+// the sampled one. Guarded objects live under the central lock, like large
+// ones: they are not small, so their frees miss the superblock cache and reach
+// freeLarge, which quarantines them.
 
 package impl
 
@@ -98,6 +111,14 @@ type Options struct {
 	// pool keeps committed, ready for reuse, before it returns memory to the OS
 	// (madvise). 0 means 32 MiB; a negative value returns memory at once.
 	Retain int
+	// Guard turns on guard mode (GUARD-FAULT): freed memory of guarded objects
+	// (every large object, and small ones sampled at Guard.SampleRate, each on
+	// a superblock of its own) is made inaccessible and kept out of reuse in a
+	// bounded quarantine, so that a read or write after free faults at the
+	// access; Allocator.Explain and CatchFaults turn the fault into a
+	// UseAfterFreeError naming the object and the stacks that allocated and
+	// freed it. See GuardOptions for what it costs. Off, it costs nothing.
+	Guard GuardOptions
 }
 
 // publishBatch bounds the unpublished local frees of one superblock (STATS-LAG).
@@ -146,13 +167,15 @@ type Allocator struct {
 	nextID  int
 
 	front front
-	sites sites // debug mode's allocation stacks
+	sites sites // debug and guard mode's allocation (and free) stacks
+	guard guard // guard mode (guard.go)
 }
 
 type run struct{ start, n uint32 }
 
 type sbCounts struct {
 	small, large, orphaned int
+	guard                  int // superblocks of live guarded small objects
 	committed              int // dirty superblocks anywhere
 	dirtyPooled            int // dirty superblocks in the pool
 }
@@ -204,6 +227,10 @@ func New(opt Options) (*Allocator, error) {
 		runs:   []run{{0, nsb}},
 		caches: map[*Cache]struct{}{},
 		retain: retain >> spec.SuperblockShift,
+	}
+	if err := a.initGuard(opt.Guard, reserve); err != nil {
+		be.release()
+		return nil, err
 	}
 	a.front.init(a)
 	return a, nil
@@ -289,7 +316,7 @@ func (a *Allocator) putRun(start, n uint32) {
 // acquireSmall takes a superblock from the pool and carves it for class k, owned
 // by c. Under a.mu.
 func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
-	i, ok := a.takeRun(1)
+	i, ok := a.takeRunEvict(1)
 	if !ok {
 		return nil
 	}

@@ -19,7 +19,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	usable := spec.LargeUsable(n)
 	m := uint32(spec.LargeSuperblocks(usable))
 	var site uint32
-	if a.debug {
+	if a.debug || a.guard.on { // GUARD-FAULT: every large object is guarded
 		site = a.sites.record()
 	}
 	head, dirty, dirtySB, prevSite := a.carveLarge(m, usable, site)
@@ -43,7 +43,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 func (a *Allocator) carveLarge(m uint32, usable int, site uint32) (head *superblock, dirty bool, dirtySB []bool, prevSite uint32) {
 	a.lock()
 	defer a.mu.Unlock()
-	i, ok := a.takeRun(m)
+	i, ok := a.takeRunEvict(m)
 	if !ok {
 		return nil, false, nil, 0
 	}
@@ -72,40 +72,37 @@ func (a *Allocator) carveLarge(m uint32, usable int, site uint32) (head *superbl
 	return head, dirty, dirtySB, prevSite
 }
 
-// freeLarge frees the large object starting at offset off, or says why not.
-func (a *Allocator) freeLarge(off uintptr) error {
+// freeLarge frees the large object, or the guarded small object, starting at
+// offset off for cache c, or says why not; site is where it is freed (guard
+// mode). In guard mode the object is quarantined (GUARD-FAULT).
+func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
 	addr := a.base + off
 	a.lock()
 	defer a.mu.Unlock()
 	head := a.lookup(off >> spec.SuperblockShift)
 	_, state, k := unpackMeta(head.meta.Load())
 	switch {
-	case state == statePool:
+	case state == statePool || state == stateQuarantine:
 		return a.stalePoolFree(off, k)
+	case state == stateGuard && off&(spec.SuperblockSize-1) == 0:
+		return a.freeGuarded(c, head, int(k), site)
+	case state == stateGuard:
+		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
 	}
 	m := head.runLen
-	if a.debug {
-		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
-	}
-	for j := head.idx; j < head.idx+m; j++ {
-		sb := a.header(j)
-		gen, _, _ := unpackMeta(sb.meta.Load())
-		mark := uint8(noClass)
-		if j == head.idx {
-			mark = largeMark
-		}
-		next, tag := nextGen(gen)
-		if tag == deadTag {
-			sb.retire()
-		}
-		sb.meta.Store(packMeta(next, statePool, mark))
-	}
 	a.large.Frees++
 	a.large.LiveObjects--
 	a.large.LiveBytes -= uint64(head.usable)
 	a.counts.large -= int(m)
+	if a.quarantine(head, m, spec.Large, site) {
+		return nil
+	}
+	if a.debug {
+		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
+	}
+	a.endRun(head, m, statePool, largeMark)
 	a.putRun(head.idx, m)
 	a.pooled(int(m))
 	return nil
@@ -134,10 +131,18 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
 	}
 }
 
-// stalePoolFree classifies a free into a pooled superblock: the start of a slot
-// of its last layout is a double free (FREE-DOUBLE), anything else is invalid.
+// stalePoolFree classifies a free into a pooled or quarantined superblock: the
+// start of a slot of its last layout (a large object's or a guarded object's
+// start, or a slot of its last class) is a double free (FREE-DOUBLE), anything
+// else is invalid.
 func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 	addr, rel := a.base+off, int(off&(spec.SuperblockSize-1))
+	if g, ok := isGuardMark(k); ok {
+		if rel == 0 {
+			return errDouble(addr, g)
+		}
+		return errInvalid(addr, -1)
+	}
 	switch {
 	case k == largeMark && rel == 0:
 		return errDouble(addr, spec.Large)

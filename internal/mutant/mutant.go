@@ -39,4 +39,6 @@ var All = []Mutant{
 	{"poisonbeforetag", "DEBUG-POISON", "Options.Debug", "a remote free in debug mode poisons the object before its tagged CAS"},
 	{"oomnoflush", "OOM-REAL", "Cache.Alloc", "a small refill gives up without giving back what the cache holds"},
 	{"largeoomnoflush", "OOM-REAL", "Cache.Alloc", "a large allocation gives up without giving back what the cache holds"},
+	{"guardnoprotect", "GUARD-FAULT", "Options.Guard", "a freed guarded object is quarantined without being made inaccessible"},
+	{"quarantineunbounded", "GUARD-FAULT", "Options.Guard", "the quarantine releases nothing when its bounds are exceeded"},
 }

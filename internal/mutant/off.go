@@ -6,20 +6,22 @@ package mutant
 func Active() string { return "" }
 
 const (
-	CapacityCredit    = false
-	NoFlushDebit      = false
-	CounterWrap       = false
-	StaleSBCache      = false
-	StaleOwner        = false
-	LostRemote        = false
-	RemoteIntoLocal   = false
-	NoDoubleFreeCheck = false
-	NoZero            = false
-	GenWrap           = false
-	AdoptStale        = false
-	PoisonBeforeTag   = false
-	OOMNoFlush        = false
-	LargeOOMNoFlush   = false
+	CapacityCredit      = false
+	NoFlushDebit        = false
+	CounterWrap         = false
+	StaleSBCache        = false
+	StaleOwner          = false
+	LostRemote          = false
+	RemoteIntoLocal     = false
+	NoDoubleFreeCheck   = false
+	NoZero              = false
+	GenWrap             = false
+	AdoptStale          = false
+	PoisonBeforeTag     = false
+	OOMNoFlush          = false
+	LargeOOMNoFlush     = false
+	GuardNoProtect      = false
+	QuarantineUnbounded = false
 )
 
 func Drop() bool { return false }
