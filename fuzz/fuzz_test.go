@@ -65,6 +65,20 @@ func seedPrograms() []Program {
 		cmd(OpAlloc, 0, 40000, 0, 0, 3), cmd(OpAllocAligned, 1, 100, 16, 0, 0), cmd(OpCloseCache, 0, 0, 0, 0, 0),
 		cmd(OpFreeCross, 1, 0, 0, 0, 0), cmd(OpUseClosed, 0, 8, 0, 0, 0), cmd(OpFreeLocal, 0, 0, 0, 1, 0),
 	}})
+	// Guard mode (GUARD-FAULT): small and large objects guarded, freed into
+	// the quarantine, touched there, freed again (double frees), the
+	// quarantine overflowing and yielding to allocations that find no room.
+	var guarded []Cmd
+	for i := range 24 {
+		guarded = append(guarded, cmd(OpAlloc, uint8(i), uint16(i*37), 0, 0, uint8(i%4)), cmd(OpAllocAligned, uint8(i), 64, 6, 0, 1))
+	}
+	for i := range 16 {
+		guarded = append(guarded, cmd(OpFreeCross, uint8(i), 0, 0, uint16(i*5), 0), cmd(OpTouchFreed, 0, uint16(i), 0, uint16(i*3), uint8(i)),
+			cmd(OpFreeBad, uint8(i), 0, invariants.BadDouble, uint16(i), 0), cmd(OpFreeBad, uint8(i), 0, invariants.BadWild, uint16(i*977), 0))
+	}
+	for _, h := range []uint8{16, 16 | 32 | 8, 16 | 64 | 3} {
+		ps = append(ps, Program{Header: h, Cmds: guarded})
+	}
 	return ps
 }
 

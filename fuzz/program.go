@@ -4,7 +4,7 @@
 // A program is a header byte (the reservation size and the superblock-cache
 // ways) followed by fixed-size commands of CmdSize bytes: op (its low four
 // bits), cache, size (two bytes), align, victim (two bytes), flags. Unknown
-// opcodes (11 to 15) are skipped and
+// opcodes (12 to 15) are skipped and
 // trailing bytes ignored, the shape of Go's own map fuzz test, so that every
 // input is a valid program and the fuzzer is never boxed in. Encode and Decode
 // are inverse on programs of known opcodes (TestProgramRoundTrip).
@@ -40,10 +40,11 @@ const (
 	OpNewCache               // open a cache
 	OpAllocBad               // negative, too large, or badly aligned
 	OpUseClosed              // call a closed cache
+	OpTouchFreed             // read or write a freed object in quarantine: it must fault (GUARD-FAULT)
 	NumOps
 )
 
-var opNames = [...]string{"alloc", "allocAligned", "freeLocal", "freeCross", "freeBad", "flush", "flushAll", "closeCache", "newCache", "allocBad", "useClosed"}
+var opNames = [...]string{"alloc", "allocAligned", "freeLocal", "freeCross", "freeBad", "flush", "flushAll", "closeCache", "newCache", "allocBad", "useClosed", "touchFreed"}
 
 func (o Op) String() string {
 	if o < NumOps {
@@ -64,7 +65,11 @@ type Cmd struct {
 
 // Program is a header and commands.
 type Program struct {
-	Header uint8 // bits 0-1: reservation of 16<<n superblocks; bit 2: one way; bit 3: debug mode
+	// Header: bits 0-1: reservation of 16<<n superblocks; bit 2: one way;
+	// bit 3: debug mode; bit 4: guard mode (GUARD-FAULT), bit 5 then samples
+	// one small allocation in 3 instead of every one, bit 6 quarantines one
+	// object at most instead of the default.
+	Header uint8
 	Cmds   []Cmd
 }
 
@@ -114,7 +119,17 @@ func (p Program) Options() impl.Options {
 	if p.Header&4 != 0 {
 		ways = 1
 	}
-	return impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
+	opt := impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
+	if p.Header&16 != 0 {
+		opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: 1}
+		if p.Header&32 != 0 {
+			opt.Guard.SampleRate = 3
+		}
+		if p.Header&64 != 0 {
+			opt.Guard.QuarantineObjects = 1
+		}
+	}
+	return opt
 }
 
 // size gives a command's size: Flags bits 0-1 choose the range (tiny, small,
@@ -214,6 +229,8 @@ func step(h *invariants.Harness, c Cmd) error {
 		default:
 			return h.Alloc(id, int(c.Size)%100, 3+2*int(c.Victim%100))
 		}
+	case OpTouchFreed:
+		return h.TouchQuarantined(int(c.Victim)|int(c.Size)<<16, c.Flags&4 != 0)
 	case OpUseClosed:
 		closed := closedIDs(h)
 		if len(closed) == 0 {

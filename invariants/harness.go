@@ -404,6 +404,60 @@ func (h *Harness) nth(pick int) uintptr {
 	return objs[pick%len(objs)].Addr
 }
 
+// TouchQuarantined reads (or writes) a byte of a freed object in quarantine,
+// picked by pick, where guard mode protects memory: the access must fault,
+// and Explain (through CatchFaults) must name the object, its class and size,
+// and the stacks that allocated and freed it (GUARD-FAULT). Nothing else may
+// change. Without such an object it does nothing.
+func (h *Harness) TouchQuarantined(pick int, write bool) error {
+	if h.M.Closed() {
+		return nil
+	}
+	s := h.A.Snapshot()
+	q := s.Guard.Quarantine
+	if !s.Guard.Protects || len(q) == 0 {
+		return nil
+	}
+	e := q[pick%len(q)]
+	var base []byte
+	for _, f := range h.freed {
+		if addr(f) == e.Addr {
+			base = f
+		}
+	}
+	if base == nil {
+		return violation(spec.RuleGuardFault, "quarantined object %#x was never freed by this harness", e.Addr)
+	}
+	span := unsafe.Slice(unsafe.SliceData(base), e.Superblocks*s.SuperblockSize)
+	i := (pick / len(q)) % len(span)
+	if pick%3 == 0 {
+		i = (pick / len(q)) % e.Usable // mostly inside the object itself
+	}
+	report := touch(h.A, span, i, write)
+	switch {
+	case report == nil:
+		return violation(spec.RuleGuardFault, "byte %d of the freed %d-byte object %#x (in quarantine): the access did not fault", i, e.Usable, e.Addr)
+	case report.Addr != e.Addr+uintptr(i) || report.Object != e.Addr || report.Offset != i || report.Class != e.Class ||
+		report.Size != e.Usable || report.AllocSite == "" || report.FreeSite == "" || report.AccessSite == "" || report.Released:
+		return violation(spec.RuleGuardFault, "a fault at byte %d of the freed %d-byte object %#x (class %d) was reported as %+v", i, e.Usable, e.Addr, e.Class, report)
+	}
+	return h.step(nil)
+}
+
+// touch reads or writes b[i] with faults turned into panics, and returns
+// CatchFaults' report of the fault, if there was one.
+func touch(a *impl.Allocator, b []byte, i int, write bool) (report *impl.UseAfterFreeError) {
+	defer a.CatchFaults(func(e *impl.UseAfterFreeError) { report = e })()
+	if write {
+		b[i] = 0x5a
+	} else {
+		touched = b[i]
+	}
+	return nil
+}
+
+var touched byte
+
 // Flush flushes cache id (Front: the Allocator's).
 func (h *Harness) Flush(id int) error {
 	if id == Front {
