@@ -131,6 +131,10 @@ func FuzzConcurrent(f *testing.F) {
 		seed = append(seed, byte(i), byte([]int{COpAlloc, COpAlloc, COpSend, COpReceive, COpFree, COpBarrier}[i%6]), byte(i*37), byte(i))
 	}
 	f.Add(seed)
+	guarded := append([]byte{8}, seed[1:]...)
+	f.Add(guarded)
+	guarded = append([]byte{8 | 16 | 4}, seed[1:]...)
+	f.Add(guarded)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4*StepSize*64 {
 			data = data[:4*StepSize*64]
