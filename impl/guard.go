@@ -301,7 +301,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 			}
 		}
 	} else {
-		poison(unsafe.Slice((*byte)(p), n))
+		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))))
 	}
 	for (g.qsbs+m > g.maxSBs || len(g.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
 		if !a.evictOldest() {
@@ -344,7 +344,7 @@ func (a *Allocator) evictOldest() bool {
 			poison(unsafe.Slice((*byte)(p), n))
 		}
 	} else {
-		a.verifyQuarantined(p, n, e)
+		a.verifyQuarantined(p, a.poisoned(n, e.usable), e)
 	}
 	for j := e.idx; j < e.idx+e.n; j++ {
 		sb := a.lookup(uintptr(j))
@@ -398,20 +398,27 @@ func (a *Allocator) endRun(head *superblock, m uint32, state, mark uint8) {
 	}
 }
 
+// poisoned is how much of a quarantined object's n bytes of superblocks
+// guard mode poisons where it cannot protect: the object's usable bytes, or
+// in debug mode all of them (DEBUG-POISON: a dirty pooled superblock holds
+// poison throughout).
+func (a *Allocator) poisoned(n uintptr, usable int) uintptr {
+	if a.debug {
+		return n
+	}
+	return min(n, uintptr(usable))
+}
+
 // verifyQuarantined checks, without protection, that a quarantined object's
-// superblocks still hold the poison its free left, and reports the first byte
+// bytes still hold the poison its free left, and reports the first byte
 // that does not (WriteAfterFreeError, counted in Stats.WriteAfterFrees).
 func (a *Allocator) verifyQuarantined(p unsafe.Pointer, n uintptr, e quarantined) {
-	b := unsafe.Slice((*byte)(p), n)
-	for off, x := range b {
-		if x != Poison {
-			a.retiredWAF()
-			if a.opt.OnError != nil {
-				a.opt.OnError(&WriteAfterFreeError{
-					Addr: uintptr(p), Offset: off, Size: e.usable, Class: e.class, Site: a.sites.format(e.alloc),
-				})
-			}
-			return
+	if off := notPoison(unsafe.Slice((*byte)(p), n)); off >= 0 {
+		a.retiredWAF()
+		if a.opt.OnError != nil {
+			a.opt.OnError(&WriteAfterFreeError{
+				Addr: uintptr(p), Offset: off, Size: e.usable, Class: e.class, Site: a.sites.format(e.alloc),
+			})
 		}
 	}
 }
