@@ -272,7 +272,7 @@ func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) er
 		}
 		a.endRun(sb, 1, statePool, guardMark(k))
 		a.putRun(sb.idx, 1)
-		a.pooled(1)
+		a.pooled(sb.idx, 1)
 	}
 	return nil
 }
@@ -363,8 +363,10 @@ func (a *Allocator) evictOldest() bool {
 	g.nrecent++
 	g.released++
 	a.putRun(e.idx, e.n)
-	if dirty > 0 {
-		a.pooled(dirty)
+	for j := e.idx; j < e.idx+e.n && dirty > 0; j++ {
+		if a.lookup(uintptr(j)).dirty { // fresh ones (decommitted) are not the pool's to decay
+			a.pooled(j, 1)
+		}
 	}
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -30,7 +31,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	if a.debug {
 		a.verifyLargePoison(b, dirtySB, prevSite)
 	}
-	if dirty {
+	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
 	}
 	return b[:n], nil
@@ -88,13 +89,15 @@ func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
 		return a.freeGuarded(c, head, int(k), site)
 	case state == stateGuard:
 		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
-	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0:
+	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
 	}
 	m := head.runLen
 	a.large.Frees++
 	a.large.LiveObjects--
-	a.large.LiveBytes -= uint64(head.usable)
+	if !mutant.LargeLiveBytes {
+		a.large.LiveBytes -= uint64(head.usable)
+	}
 	a.counts.large -= int(m)
 	if a.quarantine(head, m, spec.Large, site) {
 		return nil
@@ -104,7 +107,7 @@ func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
 	}
 	a.endRun(head, m, statePool, largeMark)
 	a.putRun(head.idx, m)
-	a.pooled(int(m))
+	a.pooled(head.idx, m)
 	return nil
 }
 
@@ -147,6 +150,9 @@ func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 	case k == largeMark && rel == 0:
 		return errDouble(addr, spec.Large)
 	case k < spec.NumClasses && rel%spec.ClassSize(int(k)) == 0 && rel/spec.ClassSize(int(k)) < spec.ClassObjects(int(k)):
+		if mutant.StalePoolNil {
+			return nil
+		}
 		return errDouble(addr, int(k))
 	}
 	return errInvalid(addr, -1)
