@@ -385,6 +385,28 @@ func (a *Allocator) takeRunEvict(n uint32) (uint32, bool) {
 	}
 }
 
+// quarantined reports whether any byte of b lies in a quarantined superblock:
+// a Realloc of a freed b must not copy it (it would fault where memory is
+// protected, and the Realloc fails anyway). Any goroutine.
+func (a *Allocator) quarantined(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	if lo >= a.size {
+		return false
+	}
+	hi := min(lo+uintptr(len(b))-1, a.size-1)
+	for i := lo >> spec.SuperblockShift; i <= hi>>spec.SuperblockShift; i++ {
+		if sb := a.lookup(i); sb != nil {
+			if _, state, _ := unpackMeta(sb.meta.Load()); state == stateQuarantine {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // endRun ends the life of the m superblocks starting at head (a large object
 // or a guarded one): each takes the next generation (CACHE-COHERENT: it stops
 // being large or guarded) and the state; the head keeps mark as its class

@@ -496,3 +496,26 @@ func TestExplain(t *testing.T) {
 		t.Errorf("another panic came out of CatchFaults as %v", other)
 	}
 }
+
+// TestGuardReallocFreed (GUARD-FAULT, FREE-DOUBLE): Realloc of a freed
+// guarded object fails as its free does, and reads none of its bytes (it
+// would fault: the allocator never touches freed memory for the caller).
+func TestGuardReallocFreed(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c, _ := a.NewCache()
+	defer c.Close()
+	for _, n := range []int{100, 200_000} {
+		b, err := c.Alloc(n)
+		must(t, err)
+		must(t, c.Free(b))
+		if _, err := c.Realloc(b, 2*n); !errors.Is(err, impl.ErrDoubleFree) {
+			t.Errorf("Realloc of a freed %d-byte guarded object: %v", n, err)
+		}
+		if _, err := a.Realloc(b[8:], 2*n); !errors.Is(err, impl.ErrInvalidPointer) {
+			t.Errorf("Realloc of an interior pointer of a freed %d-byte guarded object: %v", n, err)
+		}
+	}
+	if s := a.Stats(); s.DoubleFrees != 2 || s.InvalidFrees != 2 {
+		t.Errorf("%d double and %d invalid frees counted, want 2 and 2", s.DoubleFrees, s.InvalidFrees)
+	}
+}

@@ -46,7 +46,9 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		}
 		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
 	}
-	copy(nb, b[:keep])
+	if !c.a.guard.on || !c.a.quarantined(b[:keep]) {
+		copy(nb, b[:keep])
+	} // else GUARD-FAULT: b was freed (the free below refuses it): not a byte of it is read
 	if err := c.Free(b); err != nil {
 		c.Free(nb)
 		return nil, err
