@@ -412,17 +412,21 @@ func (a *Allocator) takeDirty(sb *superblock) {
 	}
 }
 
-// pooled accounts for the used (dirty) superblocks [start, start+n) entering
-// the pool. Past Options.Retain the pool decays (MEM-ACCOUNT): superblocks
-// that have been pooled for Options.Decay go back to the OS, down to half of
-// Retain, so that a workload oscillating around the limit does not madvise on
-// every release; younger ones wait for the timer. Under a.mu.
+// pooled accounts for the superblocks [start, start+n) entering the pool: the
+// used (dirty) ones, all of them before the pool may decay (a quarantined run
+// comes back fresh, GUARD-FAULT). Past Options.Retain the pool decays
+// (MEM-ACCOUNT): superblocks that have been pooled for Options.Decay go back
+// to the OS, down to half of Retain, so that a workload oscillating around the
+// limit does not madvise on every release; younger ones wait for the timer.
+// Under a.mu.
 func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
-		a.lookup(uintptr(i)).pooledAt = now
+		if sb := a.lookup(uintptr(i)); sb.dirty {
+			sb.pooledAt = now
+			a.counts.dirtyPooled++
+		}
 	}
-	a.counts.dirtyPooled += int(n)
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
 	}

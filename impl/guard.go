@@ -363,11 +363,7 @@ func (a *Allocator) evictOldest() bool {
 	g.nrecent++
 	g.released++
 	a.putRun(e.idx, e.n)
-	for j := e.idx; j < e.idx+e.n && dirty > 0; j++ {
-		if a.lookup(uintptr(j)).dirty { // fresh ones (decommitted) are not the pool's to decay
-			a.pooled(j, 1)
-		}
-	}
+	a.pooled(e.idx, e.n) // the dirty ones: fresh ones (decommitted) are not the pool's to decay
 	return true
 }
 
