@@ -235,9 +235,17 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	}
 	sb := a.header(i)
 	a.takeDirty(sb)
-	dirty := sb.dirty
+	b := unsafe.Slice((*byte)(a.sbAddr(sb)), size)
+	if sb.dirty {
+		// Before the header says guard: until then a stale free of its start
+		// is judged by the pool's mark and writes nothing, so the check and
+		// the zeroing write into no object a free took back (a fault, here).
+		if a.debug {
+			a.verifyLargePoison(b, []bool{true}, sb.site)
+		}
+		clear(b) // ZEROED
+	}
 	sb.dirty = true
-	prevSite := sb.site
 	gen, _, _ := unpackMeta(sb.meta.Load())
 	sb.runLen, sb.usable, sb.site = 1, uintptr(size), site
 	sb.meta.Store(packMeta(gen, stateGuard, uint8(k)))
@@ -248,13 +256,6 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	a.mu.Unlock()
 	c.creditAllocs(k, 1) // STATS-LEAD: counted at the event, never held
 	c.guardLeft[k] = c.guardInterval() - 1
-	b := unsafe.Slice((*byte)(a.sbAddr(sb)), size)
-	if dirty {
-		if a.debug {
-			a.verifyLargePoison(b, []bool{true}, prevSite)
-		}
-		clear(b) // ZEROED
-	}
 	return b[:n]
 }
 

@@ -23,54 +23,72 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	if a.debug || a.guard.on { // GUARD-FAULT: every large object is guarded
 		site = a.sites.record()
 	}
-	head, dirty, dirtySB, prevSite := a.carveLarge(m, usable, site)
-	if head == nil {
+	i, dirty, dirtySB, prevSite, ok := a.takeLarge(m)
+	if !ok {
 		return nil, fmt.Errorf("%w: no free run of %d superblocks for %d bytes", ErrOutOfMemory, m, n)
 	}
-	b := unsafe.Slice((*byte)(a.sbAddr(head)), usable)
+	// The run is out of the pool but not yet a large object: a stale free of
+	// its start meanwhile is judged by the pool's marks and writes nothing, so
+	// the check and the zeroing below write into no object a free could have
+	// taken back (DEBUG-POISON: no false report; GUARD-FAULT: no fault inside
+	// the allocator on memory the free protected).
+	b := unsafe.Slice((*byte)(unsafe.Add(a.start, uintptr(i)<<spec.SuperblockShift)), usable)
+	yield(YieldLargeTaken)
 	if a.debug {
 		a.verifyLargePoison(b, dirtySB, prevSite)
 	}
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
 	}
+	a.publishLarge(i, m, usable, site)
 	return b[:n], nil
 }
 
-// carveLarge takes a run of m superblocks for a large object of usable bytes:
-// its head (nil if no run is long enough), whether any of its memory may be
-// dirty, and in debug mode which superblocks must hold poison and the site of
-// the object that last started there.
-func (a *Allocator) carveLarge(m uint32, usable int, site uint32) (head *superblock, dirty bool, dirtySB []bool, prevSite uint32) {
+// takeLarge takes a run of m superblocks out of the pool for a large object:
+// its first superblock (ok false if no run is long enough, even after
+// releasing the quarantine), whether any of its memory may be dirty, and in
+// debug mode which superblocks must hold poison and the site of the object
+// that last started there. The headers still say pooled. Under its own lock.
+func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSite uint32, ok bool) {
 	a.lock()
 	defer a.mu.Unlock()
-	i, ok := a.takeRunEvict(m)
+	i, ok = a.takeRunEvict(m)
 	if !ok {
-		return nil, false, nil, 0
+		return 0, false, nil, 0, false
 	}
 	for j := i; j < i+m; j++ {
 		sb := a.header(j)
 		a.takeDirty(sb)
-		gen, _, _ := unpackMeta(sb.meta.Load())
 		dirty = dirty || sb.dirty
 		if a.debug {
 			dirtySB = append(dirtySB, sb.dirty)
 		}
 		sb.dirty = true
+	}
+	return i, dirty, dirtySB, a.header(i).site, true
+}
+
+// publishLarge makes the m superblocks at i, taken by takeLarge and zeroed,
+// the large object of usable bytes allocated at site: from now on a free of
+// its start frees it. Under its own lock.
+func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32) {
+	a.lock()
+	defer a.mu.Unlock()
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
 		state := uint8(stateLargeTail)
 		if j == i {
 			state = stateLargeHead
 		}
 		sb.meta.Store(packMeta(gen, state, noClass))
 	}
-	head = a.header(i)
-	prevSite = head.site
+	head := a.header(i)
 	head.runLen, head.usable, head.site = m, uintptr(usable), site
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
 	a.counts.large += int(m)
-	return head, dirty, dirtySB, prevSite
 }
 
 // freeLarge frees the large object, or the guarded small object, starting at
