@@ -153,6 +153,7 @@ type Allocator struct {
 	closed atomic.Bool
 	ways   int
 	debug  bool
+	guard  guard // guard mode's configuration (guard.go)
 	opt    Options
 	be     backend
 	nsb    uint32
@@ -179,8 +180,8 @@ type Allocator struct {
 	nextID  int
 
 	front front
-	sites sites // debug and guard mode's allocation (and free) stacks
-	guard guard // guard mode (guard.go)
+	sites sites      // debug and guard mode's allocation (and free) stacks
+	quar  quarantine // guard mode's quarantine (guard.go), under mu
 }
 
 type run struct{ start, n uint32 }

@@ -77,17 +77,19 @@ const (
 	maxSampleRate            = 1 << 30
 )
 
-// guard is guard mode's state, in the Allocator.
+// guard is guard mode's configuration, in the Allocator: read-only after New,
+// and read by slow paths next to the other read-only fields.
 type guard struct {
-	// read-only after New
 	on       bool   // guard mode
 	sampled  bool   // small allocations are sampled (SampleRate > 0)
 	protects bool   // the backend protects memory: an access after free faults
 	rate     int32  // SampleRate
-	maxObjs  int    // QuarantineObjects
 	maxSBs   uint32 // QuarantineBytes, in superblocks
+	maxObjs  int    // QuarantineObjects
+}
 
-	// under a.mu
+// quarantine is guard mode's state, under a.mu.
+type quarantine struct {
 	q        []quarantined // the quarantine, oldest first
 	qsbs     uint32        // superblocks in q
 	recent   [recentLen]quarantined
@@ -250,9 +252,9 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	sb.runLen, sb.usable, sb.site = 1, uintptr(size), site
 	sb.meta.Store(packMeta(gen, stateGuard, uint8(k)))
 	a.counts.guard++
-	a.guard.allocs++
-	a.guard.live++
-	a.guard.bytes += uint64(size)
+	a.quar.allocs++
+	a.quar.live++
+	a.quar.bytes += uint64(size)
 	a.mu.Unlock()
 	c.creditAllocs(k, 1) // STATS-LEAD: counted at the event, never held
 	c.guardLeft[k] = c.guardInterval() - 1
@@ -263,8 +265,8 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 // sb for cache c, site being where it was freed: counted at the event, then
 // quarantined. Under a.mu.
 func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) error {
-	a.guard.live--
-	a.guard.bytes -= uint64(sb.usable)
+	a.quar.live--
+	a.quar.bytes -= uint64(sb.usable)
 	a.counts.guard--
 	c.publishFrees(k, 1) // STATS-LAG: exact at the event
 	if !a.quarantine(sb, 1, k, site) {
@@ -309,7 +311,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 	} else {
 		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))))
 	}
-	for (g.qsbs+m > g.maxSBs || len(g.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
+	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
 		if !a.evictOldest() {
 			break
 		}
@@ -319,8 +321,8 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 		mark = guardMark(k)
 	}
 	a.endRun(head, m, stateQuarantine, mark)
-	g.q = append(g.q, quarantined{idx: head.idx, n: m, class: k, usable: int(head.usable), alloc: head.site, free: site})
-	g.qsbs += m
+	a.quar.q = append(a.quar.q, quarantined{idx: head.idx, n: m, class: k, usable: int(head.usable), alloc: head.site, free: site})
+	a.quar.qsbs += m
 	return true
 }
 
@@ -331,10 +333,10 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 // restored (the object then stays). Under a.mu.
 func (a *Allocator) evictOldest() bool {
 	g := &a.guard
-	if len(g.q) == 0 {
+	if len(a.quar.q) == 0 {
 		return false
 	}
-	e := g.q[0]
+	e := a.quar.q[0]
 	p, n := unsafe.Add(a.start, uintptr(e.idx)<<spec.SuperblockShift), uintptr(e.n)<<spec.SuperblockShift
 	dirty := 0
 	for j := e.idx; j < e.idx+e.n; j++ {
@@ -357,12 +359,12 @@ func (a *Allocator) evictOldest() bool {
 		gen, _, mark := unpackMeta(sb.meta.Load())
 		sb.meta.Store(packMeta(gen, statePool, mark))
 	}
-	g.q[0] = quarantined{}
-	g.q = g.q[1:]
-	g.qsbs -= e.n
-	g.recent[g.nrecent%recentLen] = e
-	g.nrecent++
-	g.released++
+	a.quar.q[0] = quarantined{}
+	a.quar.q = a.quar.q[1:]
+	a.quar.qsbs -= e.n
+	a.quar.recent[a.quar.nrecent%recentLen] = e
+	a.quar.nrecent++
+	a.quar.released++
 	a.putRun(e.idx, e.n)
 	a.pooled(e.idx, e.n) // the dirty ones: fresh ones (decommitted) are not the pool's to decay
 	return true
@@ -534,13 +536,13 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 	a.lock()
 	var e quarantined
 	found, released := false, false
-	for _, q := range a.guard.q {
+	for _, q := range a.quar.q {
 		if q.idx <= i && i < q.idx+q.n {
 			e, found = q, true
 		}
 	}
-	for j := a.guard.nrecent - 1; !found && j >= max(0, a.guard.nrecent-recentLen); j-- {
-		if q := a.guard.recent[j%recentLen]; q.idx <= i && i < q.idx+q.n {
+	for j := a.quar.nrecent - 1; !found && j >= max(0, a.quar.nrecent-recentLen); j-- {
+		if q := a.quar.recent[j%recentLen]; q.idx <= i && i < q.idx+q.n {
 			e, found, released = q, true, true
 		}
 	}
@@ -613,10 +615,10 @@ func accessSite() string {
 
 // guardStats fills s.Guard. Under a.mu.
 func (a *Allocator) guardStats() GuardStats {
-	g := &a.guard
+	q := &a.quar
 	return GuardStats{
-		Allocs: g.allocs, LiveObjects: g.live, LiveBytes: g.bytes, Superblocks: a.counts.guard,
-		Quarantined: len(g.q), QuarantinedBytes: uint64(g.qsbs) << spec.SuperblockShift, Released: g.released,
+		Allocs: q.allocs, LiveObjects: q.live, LiveBytes: q.bytes, Superblocks: a.counts.guard,
+		Quarantined: len(q.q), QuarantinedBytes: uint64(q.qsbs) << spec.SuperblockShift, Released: q.released,
 	}
 }
 
@@ -631,7 +633,7 @@ func (a *Allocator) snapGuard() GuardState {
 		s.SampleRate = int(g.rate)
 	}
 	s.QuarantineBytes, s.QuarantineObjects = int(g.maxSBs)<<spec.SuperblockShift, g.maxObjs
-	for _, e := range g.q {
+	for _, e := range a.quar.q {
 		s.Quarantine = append(s.Quarantine, Quarantined{
 			Addr: a.base + uintptr(e.idx)<<spec.SuperblockShift, Superblocks: int(e.n), Class: e.class, Usable: e.usable,
 		})
