@@ -33,6 +33,7 @@
 package refarrow
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -128,6 +129,9 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	}
 	m.reallocs.Add(1)
 	old := len(b)
+	if old > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
+		return m.reallocLarge(size, b)
+	}
 	if c := capacity(old); old > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
 		m.inPlace.Add(1)
 		m.grow(int64(size - old))
@@ -144,11 +148,45 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	return nb
 }
 
+// reallocLarge is Reallocate from a large buffer to a large size, by impl's
+// Realloc, which stays in place when it can (a shrink gives pages back, a
+// growth takes the free superblocks right after the buffer), so a builder
+// doubling its buffer rarely copies; large objects start superblocks, so the
+// 64-byte alignment holds either way.
+func (m *Allocator) reallocLarge(size int, b []byte) []byte {
+	old := len(b)
+	r, err := m.a.Realloc(unsafe.Slice(unsafe.SliceData(b), capacity(old))[:old], size)
+	if err != nil {
+		if errors.Is(err, impl.ErrDoubleFree) || errors.Is(err, impl.ErrInvalidPointer) {
+			m.badFree(fmt.Errorf("refarrow: Reallocate of a %d-byte buffer: %w", old, err))
+			return m.Allocate(size)
+		}
+		panic(fmt.Errorf("refarrow: Reallocate(%d): %w", size, err))
+	}
+	if unsafe.SliceData(r) == unsafe.SliceData(b) {
+		m.inPlace.Add(1)
+	}
+	m.grow(int64(size - old))
+	return r[:size:size]
+}
+
 // owns reports whether b starts in the reservation. Arrow can hand
 // Reallocate a buffer that came from elsewhere (memory.NewBufferWithAllocator
 // wraps any slice); extending that to a refalloc capacity would overrun it.
 func (m *Allocator) owns(b []byte) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))-m.base < m.size
+}
+
+// badFree reports a bad free (see the package comment): counted, given to
+// OnError, a panic in Debug mode.
+func (m *Allocator) badFree(err error) {
+	m.badFrees.Add(1)
+	if m.onError != nil {
+		m.onError(err)
+	}
+	if m.debug {
+		panic(err)
+	}
 }
 
 // Free returns b, a buffer of this Allocator, to it. A slice without capacity
@@ -159,14 +197,7 @@ func (m *Allocator) Free(b []byte) {
 		return
 	}
 	if err := m.a.Free(b); err != nil {
-		m.badFrees.Add(1)
-		err = fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", len(b), err)
-		if m.onError != nil {
-			m.onError(err)
-		}
-		if m.debug {
-			panic(err)
-		}
+		m.badFree(fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", len(b), err))
 		return
 	}
 	m.frees.Add(1)

@@ -75,8 +75,10 @@
 package impl
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -302,6 +304,24 @@ func (a *Allocator) takeRun(n uint32) (uint32, bool) {
 		return r.start, true
 	}
 	return 0, false
+}
+
+// takeRunAt removes [start, start+n) from the pool if a run begins there and
+// holds it. Under a.mu.
+func (a *Allocator) takeRunAt(start, n uint32) bool {
+	i, found := slices.BinarySearchFunc(a.runs, start, func(r run, s uint32) int { return cmp.Compare(r.start, s) })
+	if mutant.LargeGrowTaken && !found && i < len(a.runs) && a.runs[i].n >= n {
+		start, found = a.runs[i].start, true
+	}
+	if !found || a.runs[i].n < n {
+		return false
+	}
+	if a.runs[i].n == n {
+		a.runs = slices.Delete(a.runs, i, i+1)
+	} else {
+		a.runs[i] = run{start + n, a.runs[i].n - n}
+	}
+	return true
 }
 
 // putRun returns [start, start+n) to the pool, coalescing with its neighbours

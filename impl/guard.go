@@ -384,9 +384,20 @@ func (a *Allocator) takeRunEvict(n uint32) (uint32, bool) {
 	}
 }
 
-// quarantined reports whether any byte of b lies in a quarantined superblock:
-// a Realloc of a freed b must not copy it (it would fault where memory is
-// protected, and the Realloc fails anyway). Any goroutine.
+// copyOut copies src, what a moving Realloc keeps of its b, into dst in guard
+// mode: under the central lock, so that a free racing the Realloc cannot
+// protect b in the middle of the copy, and not at all if b is in quarantine
+// already (the Realloc then fails as b's free does): the allocator never reads
+// memory it made inaccessible.
+func (a *Allocator) copyOut(dst, src []byte) {
+	a.lock()
+	defer a.mu.Unlock()
+	if !a.quarantined(src) {
+		copy(dst, src)
+	}
+}
+
+// quarantined reports whether any byte of b lies in a quarantined superblock.
 func (a *Allocator) quarantined(b []byte) bool {
 	if len(b) == 0 {
 		return false

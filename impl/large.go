@@ -48,7 +48,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 // its first superblock (ok false if no run is long enough, even after
 // releasing the quarantine), whether any of its memory may be dirty, and in
 // debug mode which superblocks must hold poison and the site of the object
-// that last started there. The headers still say pooled. Under its own lock.
+// that last started there. The headers still say pooled.
 func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSite uint32, ok bool) {
 	a.lock()
 	defer a.mu.Unlock()
@@ -56,39 +56,22 @@ func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, p
 	if !ok {
 		return 0, false, nil, 0, false
 	}
-	for j := i; j < i+m; j++ {
-		sb := a.header(j)
-		a.takeDirty(sb)
-		dirty = dirty || sb.dirty
-		if a.debug {
-			dirtySB = append(dirtySB, sb.dirty)
-		}
-		sb.dirty = true
-	}
+	dirty, dirtySB = a.takeDirtyRun(i, m, a.debug)
 	return i, dirty, dirtySB, a.header(i).site, true
 }
 
 // publishLarge makes the m superblocks at i, taken by takeLarge and zeroed,
 // the large object of usable bytes allocated at site: from now on a free of
-// its start frees it. Under its own lock.
+// its start frees it.
 func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32) {
 	a.lock()
 	defer a.mu.Unlock()
-	for j := i; j < i+m; j++ {
-		sb := a.header(j)
-		gen, _, _ := unpackMeta(sb.meta.Load())
-		state := uint8(stateLargeTail)
-		if j == i {
-			state = stateLargeHead
-		}
-		sb.meta.Store(packMeta(gen, state, noClass))
-	}
+	a.markLarge(i, m, true)
 	head := a.header(i)
 	head.runLen, head.usable, head.site = m, uintptr(usable), site
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
-	a.counts.large += int(m)
 }
 
 // freeLarge frees the large object, or the guarded small object, starting at
@@ -116,17 +99,155 @@ func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
 	if !mutant.LargeLiveBytes {
 		a.large.LiveBytes -= uint64(head.usable)
 	}
-	a.counts.large -= int(m)
 	if a.quarantine(head, m, spec.Large, site) {
+		a.counts.large -= int(m)
 		return nil
 	}
 	if a.debug {
 		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
 	}
-	a.endRun(head, m, statePool, largeMark)
-	a.putRun(head.idx, m)
-	a.pooled(head.idx, m)
+	a.poolRun(head.idx, m, largeMark)
 	return nil
+}
+
+// carveRun makes the pool's superblocks [i, i+m), just taken from it, a large
+// object's (its head too, if head). It reports whether any of their memory may
+// be dirty and, if each, which (in debug mode those must hold poison). Under
+// a.mu.
+func (a *Allocator) carveRun(i, m uint32, head, each bool) (dirty bool, dirtySB []bool) {
+	dirty, dirtySB = a.takeDirtyRun(i, m, each)
+	a.markLarge(i, m, head)
+	return dirty, dirtySB
+}
+
+// takeDirtyRun accounts for the superblocks [i, i+m), just taken from the
+// pool, as used (committed), and reports whether any of their memory may be
+// dirty and, if each, which. Under a.mu.
+func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []bool) {
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		a.takeDirty(sb)
+		dirty = dirty || sb.dirty
+		if each {
+			dirtySB = append(dirtySB, sb.dirty)
+		}
+		sb.dirty = true
+	}
+	return dirty, dirtySB
+}
+
+// markLarge makes the headers of [i, i+m) say large (the first the head, if
+// head). Under a.mu.
+func (a *Allocator) markLarge(i, m uint32, head bool) {
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
+		state := uint8(stateLargeTail)
+		if head && j == i {
+			state = stateLargeHead
+		}
+		sb.meta.Store(packMeta(gen, state, noClass))
+	}
+	a.counts.large += int(m)
+}
+
+// poolRun returns a large object's superblocks [i, i+m) to the pool, the
+// first marked mark (largeMark for a head: a second free of it is a double
+// free). Under a.mu.
+func (a *Allocator) poolRun(i, m uint32, mark uint8) {
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
+		next, tag := nextGen(gen)
+		if tag == deadTag {
+			sb.retire()
+		}
+		sb.meta.Store(packMeta(next, statePool, mark))
+		mark = noClass
+	}
+	a.counts.large -= int(m)
+	a.putRun(i, m)
+	a.pooled(i, m)
+}
+
+// resizeLarge makes b, a large object of this Allocator, n bytes (n > MaxSmall)
+// in place if it can, keeping its first keep bytes: shrinking always, the
+// superblocks past n's going back to the pool; growing when the superblocks
+// right after it are free in the pool, which it takes. Its capacity becomes
+// n's usable size, as Alloc(n)'s (LARGE-EXACT), and every byte past keep reads
+// zero (ZEROED): the object's old memory is cleared, taken superblocks only if
+// they may be dirty, so a buffer that doubles in place touches each page once.
+func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	head := a.lookup(off >> spec.SuperblockShift)
+	u := spec.LargeUsable(n)
+	r := unsafe.Slice((*byte)(a.sbAddr(head)), u)
+	zero := func(old uint32, dirtySB []bool) {
+		if a.debug && len(dirtySB) > 0 {
+			lo := int(old) << spec.SuperblockShift
+			a.verifyLargePoison(r[lo:], dirtySB, 0)
+		}
+		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
+		for j, d := range dirtySB {
+			if lo := (int(old) + j) << spec.SuperblockShift; d && !mutant.LargeGrowDirty {
+				clear(r[lo:min(u, lo+spec.SuperblockSize)])
+			}
+		}
+	}
+	// In debug and guard mode the zeroing runs under the central lock: a
+	// stale free racing this Realloc cannot take the object back (poison or
+	// protect it) while the zeroing writes into it (DEBUG-POISON: no false
+	// report; GUARD-FAULT: no fault inside the allocator). Otherwise it runs
+	// after, where such a race writes only zeros into freed memory.
+	locked := a.debug || a.guard.on
+	var under func(uint32, []bool)
+	if locked {
+		under = zero
+	}
+	old, dirtySB, ok := a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, under)
+	if !ok {
+		return nil, false
+	}
+	if !locked {
+		zero(old, dirtySB)
+	}
+	return r[:n], true
+}
+
+// resizeRun is resizeLarge's part under a.mu: it checks that head is still
+// the head of b's object (off, capacity), changes its run to m superblocks and
+// its usable size to u, and returns the run's old length and, for superblocks
+// it took, whether each may be dirty; zero, if not nil, gets them before the
+// lock is released.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool)) (old uint32, dirtySB []bool, ok bool) {
+	a.lock()
+	defer a.mu.Unlock()
+	_, state, _ := unpackMeta(head.meta.Load())
+	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable {
+		return 0, nil, false // not b's object: not live, or another one
+	}
+	old = head.runLen
+	switch {
+	case m < old && mutant.LargeShrinkKeep:
+		m = old
+	case m < old:
+		if a.debug {
+			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m)<<spec.SuperblockShift))
+		}
+		a.poolRun(head.idx+m, old-m, noClass)
+	case m > old:
+		if !a.takeRunAt(head.idx+old, m-old) {
+			return 0, nil, false
+		}
+		_, dirtySB = a.carveRun(head.idx+old, m-old, false, true)
+	}
+	head.runLen = m
+	a.large.LiveBytes += uint64(u) - uint64(head.usable) // LARGE-EXACT
+	head.usable = uintptr(u)
+	if zero != nil {
+		zero(old, dirtySB)
+	}
+	return old, dirtySB, true
 }
 
 // verifyLargePoison checks, in debug mode, that the superblocks of a new large

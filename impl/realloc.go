@@ -5,6 +5,7 @@ package impl
 import (
 	"unsafe"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -12,10 +13,13 @@ import (
 // result keeps the first min(len(b), n) bytes of b; every byte after them, up
 // to the result's capacity, reads zero, as after Alloc (ZEROED), whether it
 // moved or not: reslicing the result up to cap never shows what b held beyond
-// what was kept. It stays in place when that is free: a small object of this
-// cache whose class also serves n, or a large object whose pages hold n and are
-// not more than twice what n needs. Otherwise it allocates (natural alignment
-// of the new class only), copies and frees b. Realloc(nil, n) is Alloc(n).
+// what was kept. It stays in place when it can: a small object of this cache
+// whose class also serves n (its capacity unchanged); a large object that
+// stays large, when it shrinks (its superblocks past n's go back to the pool)
+// or when the superblocks right after it are free (it takes them), its
+// capacity then n rounded up to pages, as Alloc(n)'s. Otherwise it allocates
+// (natural alignment of the new class only), copies and frees b.
+// Realloc(nil, n) is Alloc(n).
 //
 // If Realloc fails — ErrInvalidSize, ErrTooLarge, ErrOutOfMemory, ErrClosed, or
 // b is not a live object (ErrInvalidPointer, ErrDoubleFree) — b is untouched
@@ -28,15 +32,14 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		return nil, errSize(n, 1)
 	}
 	keep := min(len(b), n)
-	if c.resizable(b, n) {
-		clear(b[keep:cap(b)]) // ZEROED: [keep, cap), not only [keep, n)
-		return b[:n], nil
+	if r, ok := c.resize(b, n, keep); ok {
+		return r, nil
 	}
 	nb, err := c.Alloc(n)
 	if err != nil {
 		return nil, err
 	}
-	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p {
+	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p && !mutant.ReallocStaleSelf {
 		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
 		// freeing b now would free nb under the caller (FREE-DOUBLE).
 		c.Free(nb)
@@ -46,9 +49,12 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		}
 		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
 	}
-	if !c.a.guard.on || !c.a.quarantined(b[:keep]) {
-		copy(nb, b[:keep])
-	} // else GUARD-FAULT: b was freed (the free below refuses it): not a byte of it is read
+	src := b[:keep-int(b2i(mutant.ReallocShortCopy && keep > 0))]
+	if c.a.guard.on {
+		c.a.copyOut(nb, src) // GUARD-FAULT: never from memory it protected
+	} else {
+		copy(nb, src)
+	}
 	if err := c.Free(b); err != nil {
 		c.Free(nb)
 		return nil, err
@@ -56,8 +62,37 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	return nb, nil
 }
 
-// resizable reports whether b is a live object that can become n bytes in
-// place: it checks liveness the way a free does, without freeing.
+// resize makes b n bytes in place if it is a live object that can be: a small
+// one of this cache whose class serves n (every byte past keep up to cap
+// cleared: ZEROED, not only [keep, n)), or a large one that stays large
+// (resizeLarge).
+func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
+	if c.resizable(b, n) {
+		if mutant.ReallocNoZero {
+			clear(b[keep:n])
+			return b[:n], true
+		}
+		clear(b[keep:cap(b)])
+		return b[:n], true
+	}
+	if n <= spec.MaxSmall || c.closed || c.a.closed.Load() {
+		return nil, false
+	}
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base
+	if off >= c.a.size {
+		return nil, false
+	}
+	if sb := c.a.lookup(off >> spec.SuperblockShift); sb == nil {
+		return nil, false
+	} else if _, state, _ := unpackMeta(sb.meta.Load()); state != stateLargeHead {
+		return nil, false
+	}
+	return c.a.resizeLarge(b, n, keep)
+}
+
+// resizable reports whether b is a small live object of this cache that can
+// become n bytes in place: it checks liveness the way a free does, without
+// freeing.
 func (c *Cache) resizable(b []byte, n int) bool {
 	a := c.a
 	if c.closed || a.closed.Load() || n > cap(b) {
@@ -86,13 +121,6 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		}
 		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}
 		return !c.notLive(&e, idx>>5, 1<<(idx&31))
-	case stateLargeHead:
-		a.lock()
-		defer a.mu.Unlock()
-		_, state, _ = unpackMeta(sb.meta.Load())
-		u := spec.LargeUsable(n)
-		return state == stateLargeHead && off&(spec.SuperblockSize-1) == 0 &&
-			uintptr(cap(b)) == sb.usable && 2*u >= cap(b)
 	}
 	return false
 }

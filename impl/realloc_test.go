@@ -51,7 +51,8 @@ func TestRealloc(t *testing.T) {
 		{"small to large", 3000, 100_000, false},
 		{"large shrink in place", 200_000, 120_000, true},
 		{"large grow within its pages", 200_000, 200_700, true},
-		{"large shrink to less than half", 200_000, 90_000, false},
+		{"large shrink to less than half", 200_000, 90_000, true},
+		{"large grow into free superblocks", 200_000, 500_000, true},
 		{"large to small", 100_000, 500, false},
 	} {
 		b := filled(t, c, tc.from)
@@ -153,4 +154,34 @@ func TestReallocStale(t *testing.T) {
 	if s := a.Stats(); s.Large.LiveObjects != 0 {
 		t.Fatalf("large objects left: %+v", s.Large)
 	}
+}
+
+// TestLargeReallocInPlace (ZEROED, LARGE-EXACT, NO-OVERLAP): a large object
+// grows in place into the free superblocks right after it, doubling as a
+// growing buffer does, and shrinks in place giving its tail back; when the
+// superblock after it is in use it moves, even though a run further on is
+// free. Every step is checked against the model and every invariant.
+func TestLargeReallocInPlace(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 64 * spec.SuperblockSize}, 1)
+	c := ids[0]
+	a := alloc(t, h, c, spec.MaxSmall+1)
+	for n := 2 * spec.SuperblockSize; n <= 16*spec.SuperblockSize; n *= 2 {
+		must(t, h.Realloc(c, a, n))
+		if h.LastAddr != a {
+			t.Fatalf("growing to %d into free superblocks moved it (%#x to %#x)", n, a, h.LastAddr)
+		}
+	}
+	must(t, h.Realloc(c, a, 3*spec.SuperblockSize)) // shrink: 13 superblocks back
+	if h.LastAddr != a {
+		t.Fatal("a shrink moved it")
+	}
+	blocker := alloc(t, h, c, 64) // the superblock right after it
+	if blocker != a+3*spec.SuperblockSize {
+		t.Fatalf("the small object is not right after the large one (%#x, %#x)", a, blocker)
+	}
+	must(t, h.Realloc(c, a, 5*spec.SuperblockSize))
+	if h.LastAddr == a {
+		t.Fatal("it grew in place over a superblock in use")
+	}
+	must(t, h.FreeAll())
 }

@@ -224,9 +224,9 @@ func (b *bounds) reallocSmall(t *testing.T) {
 }
 
 // reallocLarge: large objects of p pages (AllocAligned to 64 KiB, which no class
-// is, so that a few pages are large too), resized on any cache to its page boundaries and
-// across the 2x limit: in place exactly when n fits its pages and they are no
-// more than twice the pages n needs, counted here in literal pages.
+// is, so that a few pages are large too), resized on any cache to its page
+// boundaries: in place exactly when n stays large (the object is alone, so
+// the superblocks after it are free to grow into).
 func (b *bounds) reallocLarge(t *testing.T) {
 	h := b.h
 	const page = spec.PageSize
@@ -235,8 +235,7 @@ func (b *bounds) reallocLarge(t *testing.T) {
 		for _, n := range invariants.ReallocSizes(o) {
 			for _, id := range []int{b.owner, b.other, invariants.Front} {
 				a := b.alloc(t, id, (p-1)*page+1, spec.MaxAlign)
-				need := max((n+page-1)/page, 1)
-				a = b.realloc(t, id, a, n, n <= p*page && p <= 2*need)
+				a = b.realloc(t, id, a, n, n > spec.MaxSmall)
 				must(t, h.Free(id, a))
 			}
 		}

@@ -478,6 +478,18 @@ func (x *explorer) plan(sh *Shared, w *eworker) eop {
 				sh.StaleFree(c, id, b)
 			}}
 		}
+	case op == 9 && x.ch.Intn(2, "realloc?") == 0:
+		if o, ok := take(); ok {
+			n := size()
+			w.fill++
+			fill := w.fill | 1
+			return eop{name(fmt.Sprintf("realloc %#x to %d", addr(o.B), n)), func() {
+				c, id := via()
+				if r, _ := sh.Realloc(c, id, o, n, fill); r.B != nil {
+					w.mine = append(w.mine, r)
+				}
+			}}
+		}
 	case op == 9:
 		return eop{"flush", func() { w.c.Flush() }}
 	case op == 10:

@@ -61,6 +61,9 @@ type SharedObj struct {
 	Fill  byte
 	Cache int    // model ID of the cache that allocated it (Front: the Allocator)
 	Inc   uint64 // the end of the call that handed it out: which object at its address
+	// Mixed: a Realloc's result that its caller could not fill (its address
+	// was judged later): its bytes are not checked.
+	Mixed bool
 }
 
 // freeing is a free of a live object in flight.
@@ -250,7 +253,7 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 		if held, ok := s.live[x]; !ok || held.Inc != o.Inc {
 			panic(fmt.Sprintf("invariants: a driver frees %#x, which it does not hold", x))
 		}
-		if !uniform(o.B[:cap(o.B)], o.Fill) {
+		if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
 			s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
 		}
 		obj, _ := s.M.LiveAt(x)
@@ -280,6 +283,132 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 		j, call = f.j, f.call
 	}
 	j.calls[call].End, j.calls[call].Got = end, Kind(err)
+}
+
+// Realloc resizes o, an object the caller holds, to n bytes through c (nil:
+// the Allocator), and fills the result with fill. In the safe order it is o's
+// free (o leaves the Model first) and the result's allocation, except that a
+// Realloc in place counts neither: it puts o back as the result. The result
+// must hold o's fill in what it kept and zero after it (ZEROED, REFINES).
+// If o's address is judged later it is not resized (ok false: o is still
+// held); if it becomes so during the call, the call joins its judgment (in
+// place, moved, or refused), and the result is Mixed.
+func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (SharedObj, bool) {
+	if c == nil {
+		id = Front
+	}
+	x := addr(o.B)
+	s.mu.Lock()
+	if s.later[x] != nil {
+		s.mu.Unlock()
+		return o, false
+	}
+	begin := s.tick()
+	if held, ok := s.live[x]; !ok || held.Inc != o.Inc {
+		panic(fmt.Sprintf("invariants: a driver reallocs %#x, which it does not hold", x))
+	}
+	if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
+		s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
+	}
+	obj, _ := s.M.LiveAt(x)
+	s.record(s.M.Free(id, x, oracle.OK))
+	delete(s.live, x)
+	f := &freeing{obj: obj, held: o, begin: begin, who: who(id)}
+	s.freeing[x] = f
+	s.mu.Unlock()
+	var r []byte
+	var err error
+	if c == nil {
+		r, err = s.A.Realloc(o.B, n)
+	} else {
+		r, err = c.Realloc(o.B, n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := s.tick()
+	delete(s.freeing, x)
+	y, got := addr(r), Kind(err)
+	if f.j != nil { // x is judged later: so is what this call did to it
+		call := &f.j.calls[f.call]
+		call.End, call.Got = end, got
+		switch {
+		case got == oracle.OK && y == x:
+			nobj, v := s.M.NewObject(id, n, 1, x, len(r), cap(r))
+			s.record(v)
+			call.Kind, f.j.objs[f.call] = oracle.CallKeep, nobj
+			res := SharedObj{B: r, Cache: id, Inc: end, Mixed: true}
+			f.j.held[f.call] = res
+			return res, true
+		case got == oracle.OK:
+			return s.reallocated(id, n, r, o, fill, begin, end)
+		case got == oracle.OutOfMemory:
+			call.Kind = oracle.CallNoop
+		}
+		return SharedObj{}, false
+	}
+	switch {
+	case got == oracle.OK && y == x: // in place: neither a free nor an allocation
+		s.M.Unfree(obj)
+		nobj, v := s.M.NewObject(id, n, 1, x, len(r), cap(r))
+		if v != nil {
+			s.record(v)
+			s.M.Restore(obj)
+			s.live[x] = o
+			return SharedObj{}, false
+		}
+		s.M.Restore(nobj)
+		s.checkKept(r, o, n)
+		fillWith(r[:cap(r)], fill)
+		res := SharedObj{B: r, Fill: fill, Cache: id, Inc: end}
+		s.live[x] = res
+		return res, true
+	case got == oracle.OK:
+		return s.reallocated(id, n, r, o, fill, begin, end)
+	case got == oracle.OutOfMemory:
+		s.M.Unfree(obj)
+		s.M.Restore(obj)
+		s.live[x] = o
+		return o, true
+	}
+	s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) of a live object by %s: %v", x, n, who(id), err))
+	return SharedObj{}, false
+}
+
+// reallocated enters the object a moving Realloc returned, as an allocation.
+// Under mu.
+func (s *Shared) reallocated(id, n int, r []byte, o SharedObj, fill byte, begin, end uint64) (SharedObj, bool) {
+	y := addr(r)
+	if j := s.later[y]; j != nil {
+		obj, v := s.M.NewObject(id, n, 1, y, len(r), cap(r))
+		if v != nil {
+			s.record(v)
+			return SharedObj{}, false
+		}
+		res := SharedObj{B: r, Cache: id, Inc: end, Mixed: true}
+		j.add(oracle.Call{Kind: oracle.CallAlloc, Begin: begin, End: end, Who: who(id)}, obj, res)
+		return res, true
+	}
+	if v := s.M.Alloc(id, n, 1, y, len(r), cap(r), oracle.OK); v != nil {
+		s.record(v)
+		return SharedObj{}, false
+	}
+	s.checkKept(r, o, n)
+	fillWith(r[:cap(r)], fill)
+	res := SharedObj{B: r, Fill: fill, Cache: id, Inc: end}
+	s.live[y] = res
+	return res, true
+}
+
+// checkKept verifies a Realloc's result: o's fill in the bytes it kept, zero
+// after them up to cap (ZEROED). Under mu.
+func (s *Shared) checkKept(r []byte, o SharedObj, n int) {
+	keep := min(len(o.B), n)
+	if !o.Mixed && !uniform(r[:keep], o.Fill) {
+		s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) = %#x did not keep the first %d bytes", addr(o.B), n, addr(r), keep))
+	}
+	if !uniform(r[keep:cap(r)], 0) {
+		s.record(violation(spec.RuleZeroed, "Realloc(%#x, %d) = %#x: bytes past the %d kept are not zero", addr(o.B), n, addr(r), keep))
+	}
 }
 
 // StaleFree frees b through c (nil: the Allocator): a slice the caller no
@@ -414,7 +543,7 @@ func (s *Shared) Settle() {
 			held = j.held[o.Live]
 		}
 		s.live[x] = held
-		if !uniform(held.B[:cap(held.B)], held.Fill) {
+		if !held.Mixed && !uniform(held.B[:cap(held.B)], held.Fill) {
 			rule := spec.RuleIntegrity
 			if held.Fill == 0 {
 				rule = spec.RuleZeroed
@@ -449,7 +578,7 @@ func (s *Shared) CheckFills() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for x, o := range s.live {
-		if !uniform(o.B[:cap(o.B)], o.Fill) {
+		if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
 			s.record(violation(spec.RuleIntegrity, "live object %#x no longer holds its fill %#x", x, o.Fill))
 		}
 	}

@@ -4,6 +4,7 @@ package invariants
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -20,6 +21,7 @@ type SoakConfig struct {
 	Goroutines int           // workers, each with its own Cache [4×GOMAXPROCS]
 	Duration   time.Duration // how long to run [30s]
 	MaxOps     uint64        // stop after this many operations in all (0: no limit)
+	MinOps     uint64        // but not before this many, whatever the time (a slow machine)
 	Seed       uint64        // worker g draws from PCG(Seed, g) [from the clock]
 	// Reserve is the reservation in bytes [8 MiB]: small, so superblocks are
 	// reused across classes and owners and the allocator runs out of memory.
@@ -152,7 +154,21 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	if cfg.MaxViolations <= 0 {
 		cfg.MaxViolations = 10
 	}
-	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, Guard: cfg.Guard})
+	// A write after free reported is a violation (none is made); say which.
+	var wafs struct {
+		sync.Mutex
+		errs []string
+	}
+	onError := func(err error) {
+		if errors.Is(err, impl.ErrWriteAfterFree) {
+			wafs.Lock()
+			if len(wafs.errs) < 3 {
+				wafs.errs = append(wafs.errs, err.Error())
+			}
+			wafs.Unlock()
+		}
+	}
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, Guard: cfg.Guard, OnError: onError})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +191,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	lastProgress := time.Now()
 	for n := 1; ; n++ {
 		time.Sleep(cfg.CheckEvery)
-		done := time.Since(s.start) >= cfg.Duration || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
+		done := time.Since(s.start) >= cfg.Duration && s.ops.Load() >= cfg.MinOps || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
 			len(sh.Violations()) >= cfg.MaxViolations
 		b := s.pause()
 		if done {
@@ -204,6 +220,9 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	}
 	rep.Lead = lead
 	sh.Close()
+	for _, e := range wafs.errs {
+		sh.Record(violation(spec.RuleDebugPoison, "reported: %s", e))
+	}
 	s.stamp()
 	for i, v := range sh.Violations() {
 		rep.Violations = append(rep.Violations, SoakViolation{Rule: v.Rule, Detail: v.Detail, Seed: cfg.Seed, At: s.at[i]})
@@ -333,8 +352,10 @@ func (w *soakWorker) step() {
 			default:
 			}
 		}
-	case op < 970:
+	case op < 955:
 		w.staleFree()
+	case op < 970:
+		w.realloc()
 	case op < 975:
 		w.sh.BadFree(w.cache(), w.id, w.rng.IntN(2), w.rng.IntN(1<<16))
 		w.bad++
@@ -389,6 +410,24 @@ func (w *soakWorker) staleFree() {
 	w.bad++
 	if cap(b) <= spec.MaxSmall {
 		w.small++
+	}
+}
+
+// realloc resizes one of the worker's objects through its cache or the
+// Allocator.
+func (w *soakWorker) realloc() {
+	if len(w.mine) == 0 {
+		return
+	}
+	i := w.rng.IntN(len(w.mine))
+	if cap(w.mine[i].B) <= spec.MaxSmall {
+		w.small++ // it may free the object: a superblock-cache lookup
+	}
+	if r, _ := w.sh.Realloc(w.cache(), w.id, w.mine[i], w.drawSize(), byte(w.rng.IntN(255)+1)); r.B != nil {
+		w.mine[i] = r
+	} else {
+		w.mine[i] = w.mine[len(w.mine)-1]
+		w.mine = w.mine[:len(w.mine)-1]
 	}
 }
 

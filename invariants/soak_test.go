@@ -37,6 +37,7 @@ func TestStressOracle(t *testing.T) {
 		rep, err := invariants.Soak(invariants.SoakConfig{
 			Goroutines: 8,
 			Duration:   1200 * time.Millisecond,
+			MinOps:     30_000, // under -race on a loaded machine 1.2 s can be too few
 			Reserve:    24 << 20,
 			Ways:       ways,
 			Debug:      tc.debug,

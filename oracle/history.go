@@ -241,6 +241,11 @@ func (m *Model) Forget(addr uintptr) (Object, bool) {
 	return o, ok
 }
 
+// Restore makes o live again without counting an allocation: a concurrent
+// driver that took o out for a call (Forget, or Free and Unfree) puts it, or
+// what a Realloc in place made of it, back.
+func (m *Model) Restore(o Object) { m.live[o.Addr] = o }
+
 // Unfree takes back the true free Free counted for o, whose free is to be
 // judged with the other calls on its address instead.
 func (m *Model) Unfree(o Object) { m.counts[o.Class].Frees-- }

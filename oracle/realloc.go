@@ -11,12 +11,14 @@ import "github.com/refalloc/refalloc/spec"
 //   - n < 0 is ErrInvalidSize, decided before anything else (a closed cache
 //     too); then a closed cache or Allocator is ErrClosed, a size beyond the
 //     reservation ErrTooLarge. b is untouched.
-//   - A live b stays in place, len n, same capacity, when that is free: a small
-//     object whose class also serves n (and the cache owns it: the model does
-//     not know owners, so for a small object in place is allowed, not
-//     required; invariants.Harness.Realloc judges it by a snapshot), or a large
-//     object whose pages hold n and are no more than twice the pages n needs
-//     (required). In place changes no counter.
+//   - A live b may stay in place, len n, capacity UsableSize(n, 1) as Alloc(n)
+//     would give: a small object whose class also serves n (its capacity
+//     unchanged; and the cache owns it: the model does not know owners, so in
+//     place is allowed, not required; invariants.Harness.Realloc judges it by a
+//     snapshot), or a large object that stays large: required when it does not
+//     grow (its pages past n's go back), allowed when it grows (if the
+//     superblocks after it are free). In place changes no count of allocations
+//     or frees; a large object's bytes change with its capacity (LARGE-EXACT).
 //   - Otherwise it moves: Alloc(n) (natural alignment: capacity UsableSize(n, 1)),
 //     copy, Free(b). That is one allocation of n's class and one free of b's.
 //     Running out of memory leaves b untouched and still live.
@@ -53,15 +55,15 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 			return violation(spec.RuleFreeDouble, "Realloc(%#x, %d) of an object that is not live returned it", old, n)
 		case !inPlace:
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) stayed in place, but class %d of %d bytes cannot hold it there", old, n, o.Class, o.Usable)
-		case length != n || capacity != o.Usable:
-			return violation(spec.RuleRefines, "Realloc(%#x, %d) in place: len %d cap %d, want len %d cap %d", old, n, length, capacity, n, o.Usable)
+		case length != n || capacity != UsableSize(n, 1):
+			return violation(spec.RuleRefines, "Realloc(%#x, %d) in place: len %d cap %d, want len %d cap %d", old, n, length, capacity, n, UsableSize(n, 1))
 		}
-		o.Size = n
+		o.Size, o.Usable = n, UsableSize(n, 1)
 		m.live[old] = o
 		return nil
 	}
-	if inPlace && o.Class == spec.Large {
-		return violation(spec.RuleRefines, "Realloc(%#x, %d) of a large object of %d bytes returned %v at %#x, want it in place", old, n, o.Usable, got, addr)
+	if inPlace && o.Class == spec.Large && largeUsable(n) <= o.Usable {
+		return violation(spec.RuleRefines, "Realloc(%#x, %d) of a large object of %d bytes returned %v at %#x, want it in place (it does not grow)", old, n, o.Usable, got, addr)
 	}
 	if got == OutOfMemory {
 		return nil // the allocator's call (OOM-REAL: invariants); b is untouched
@@ -116,12 +118,7 @@ func (m *Model) moved(id, n int, addr uintptr, length, capacity int) *Violation 
 
 // resizable reports whether the live object o may become n bytes without
 // moving (Realloc): a small object whose class also serves n, so its capacity
-// does not change; a large object whose pages hold n and are no more than twice
-// the pages n needs (largeUsable: at least one), so that shrinking does not
-// strand more than half of it.
+// does not change; a large object that stays large.
 func resizable(o Object, n int) bool {
-	if o.Class == spec.Large {
-		return n <= o.Usable && o.Usable <= 2*largeUsable(n)
-	}
 	return ClassOf(n, 1) == o.Class
 }

@@ -75,6 +75,12 @@ var All = []Mutant{
 	{"norestamp", "CACHE-COHERENT", "Cache.Free", "a new small period keeps the remote set without restamping it"},
 	{"dropforward", "STATS-EXACT", "Cache.Flush", "a cache's drain drops, instead of forwarding, a superblock it no longer owns"},
 	{"nodecay", "MEM-ACCOUNT", "Options.Decay", "past Retain the pool returns memory at once, without waiting for Decay"},
+	{"reallocnozero", "ZEROED", "Cache.Realloc", "an in-place Realloc of a small object clears only up to n, not to cap"},
+	{"reallocshortcopy", "REFINES", "Cache.Realloc", "a moving Realloc copies one byte less than it keeps"},
+	{"reallocstaleself", "FREE-DOUBLE", "Cache.Realloc", "a Realloc of a freed slice that gets its own address back returns it"},
+	{"largegrowdirty", "ZEROED", "Cache.Realloc", "a large object growing in place does not clear the superblocks it takes"},
+	{"largeshrinkkeep", "MEM-ACCOUNT", "Cache.Realloc", "a large object shrinking in place keeps its superblocks past n's"},
+	{"largegrowtaken", "NO-OVERLAP", "Cache.Realloc", "a large object grows in place over a run that does not begin right after it"},
 	{"guardnoprotect", "GUARD-FAULT", "Options.Guard", "a freed guarded object is quarantined without being made inaccessible"},
 	{"quarantineunbounded", "GUARD-FAULT", "Options.Guard", "the quarantine releases nothing when its bounds are exceeded"},
 }

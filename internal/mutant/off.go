@@ -56,6 +56,12 @@ const (
 	NoRestamp           = false
 	DropForward         = false
 	NoDecay             = false
+	ReallocNoZero       = false
+	ReallocShortCopy    = false
+	ReallocStaleSelf    = false
+	LargeGrowDirty      = false
+	LargeShrinkKeep     = false
+	LargeGrowTaken      = false
 	GuardNoProtect      = false
 	QuarantineUnbounded = false
 )
