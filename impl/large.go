@@ -181,8 +181,8 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	head := a.lookup(off >> spec.SuperblockShift)
 	u := spec.LargeUsable(n)
-	r := unsafe.Slice((*byte)(a.sbAddr(head)), u)
 	zero := func(old uint32, dirtySB []bool) {
+		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
 		if a.debug && len(dirtySB) > 0 {
 			lo := int(old) << spec.SuperblockShift
 			a.verifyLargePoison(r[lo:], dirtySB, 0)
@@ -211,7 +211,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	if !locked {
 		zero(old, dirtySB)
 	}
-	return r[:n], true
+	return unsafe.Slice((*byte)(a.sbAddr(head)), u)[:n], true
 }
 
 // resizeRun is resizeLarge's part under a.mu: it checks that head is still
