@@ -23,6 +23,13 @@
 // Buffers are as GoAllocator returns them: 64-byte aligned, zeroed, len == cap
 // == size. A zero-size request returns a non-nil empty slice and allocates
 // nothing; freeing it does nothing.
+//
+// Guard mode (impl.Options.Guard) catches a read or write of a released
+// buffer at the access (GUARD-FAULT): in a test, make the allocator with
+// Guard: impl.GuardOptions{Enabled: true, SampleRate: 1} and defer
+// mem.CatchFaults(...)() in every goroutine that uses Arrow's arrays; a fault
+// then becomes an impl.UseAfterFreeError with the stacks that allocated the
+// buffer, released it and read it.
 package refarrow
 
 import (
@@ -237,6 +244,22 @@ func (m *Allocator) Stats() Stats {
 // CurrentAlloc is the total size of the live buffers, like
 // memory.CheckedAllocator's.
 func (m *Allocator) CurrentAlloc() int { return int(m.bytes.Load()) }
+
+// CatchFaults is impl.Allocator.CatchFaults: it makes a fault of the calling
+// goroutine a panic and returns the function to defer, which turns a fault on
+// a released buffer (guard mode) into a UseAfterFreeError for report (with
+// report nil, a panic with it). Defer it directly:
+//
+//	defer mem.CatchFaults(func(e *impl.UseAfterFreeError) { t.Error(e) })()
+func (m *Allocator) CatchFaults(report func(*impl.UseAfterFreeError)) func() {
+	return m.a.CatchFaults(report)
+}
+
+// Explain is impl.Allocator.Explain: what recover() returned after a fault
+// on a released buffer, as a report with its stacks.
+func (m *Allocator) Explain(recovered any) (*impl.UseAfterFreeError, bool) {
+	return m.a.Explain(recovered)
+}
 
 // Leaks lists the live objects (with their allocation stacks in Debug mode).
 // Call it at a quiescent point.

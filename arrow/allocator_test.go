@@ -18,7 +18,25 @@ import (
 // cleanup that the test left nothing live.
 func newTest(t *testing.T, debug bool) *Allocator {
 	t.Helper()
-	m, err := New(impl.Options{Reserve: 256 << 20, Debug: debug, OnError: func(err error) { t.Error(err) }})
+	return newTestOpt(t, impl.Options{Debug: debug})
+}
+
+// modes are the configurations the shape tests run in: plain, Debug, and
+// guard mode with every small allocation sampled onto a superblock of its own
+// (GUARD-FAULT), which must keep the capacity Reallocate relies on.
+var modes = []struct {
+	name string
+	opt  impl.Options
+}{
+	{"plain", impl.Options{}},
+	{"debug", impl.Options{Debug: true}},
+	{"guard", impl.Options{Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}}},
+}
+
+func newTestOpt(t *testing.T, opt impl.Options) *Allocator {
+	t.Helper()
+	opt.Reserve, opt.OnError = 256<<20, func(err error) { t.Error(err) }
+	m, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +54,12 @@ func aligned(b []byte) bool { return uintptr(unsafe.Pointer(unsafe.SliceData(b))
 var sizes = []int{1, 7, 8, 63, 64, 65, 100, 1000, 4096, 4097, spec.MaxSmall - 1, spec.MaxSmall, spec.MaxSmall + 1, 100_000, 1<<20 + 3}
 
 func TestAllocateShape(t *testing.T) {
-	m := newTest(t, false)
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) { allocateShape(t, newTestOpt(t, mode.opt)) })
+	}
+}
+
+func allocateShape(t *testing.T, m *Allocator) {
 	for _, n := range sizes {
 		b := m.Allocate(n)
 		if len(b) != n || cap(b) != n || !aligned(b) {
@@ -57,7 +80,12 @@ func TestAllocateShape(t *testing.T) {
 // TestCapacityIsPredicted pins what Reallocate relies on: the capacity
 // refalloc gives a 64-byte aligned request is spec.Usable of its size.
 func TestCapacityIsPredicted(t *testing.T) {
-	m := newTest(t, false)
+	for _, mode := range []int{0, 2} { // plain and guard
+		t.Run(modes[mode].name, func(t *testing.T) { capacityIsPredicted(t, newTestOpt(t, modes[mode].opt)) })
+	}
+}
+
+func capacityIsPredicted(t *testing.T, m *Allocator) {
 	check := func(n int) {
 		b, err := m.Impl().AllocAligned(n, alignment)
 		if err != nil {
@@ -124,9 +152,9 @@ func holds(b []byte, seed byte) bool {
 }
 
 func TestReallocate(t *testing.T) {
-	for _, debug := range []bool{false, true} {
-		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
-			m := newTest(t, debug)
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			m := newTestOpt(t, mode.opt)
 			// Within one object: 100 bytes are served by a class that holds 120.
 			if capacity(120) != capacity(100) {
 				t.Fatalf("the size classes changed: capacity(100) %d, capacity(120) %d", capacity(100), capacity(120))

@@ -10,8 +10,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -43,7 +45,19 @@ var scenarios = []struct {
 
 func newAllocator(t testing.TB, debug bool) *refarrow.Allocator {
 	t.Helper()
-	mem, err := refarrow.New(impl.Options{Reserve: 512 << 20, Debug: debug, OnError: func(err error) { t.Error(err) }})
+	return newAllocatorOpt(t, impl.Options{Debug: debug})
+}
+
+// newAllocatorOpt makes an Allocator with opt (a 512 MiB reservation unless
+// opt says otherwise) that fails t on any late report and, at cleanup, on
+// anything left live.
+func newAllocatorOpt(t testing.TB, opt impl.Options) *refarrow.Allocator {
+	t.Helper()
+	if opt.Reserve == 0 {
+		opt.Reserve = 512 << 20
+	}
+	opt.OnError = func(err error) { t.Error(err) }
+	mem, err := refarrow.New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +88,107 @@ func TestArrow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// guardAll is guard mode with every small allocation sampled: every buffer
+// Arrow releases is inaccessible while it is in quarantine (GUARD-FAULT).
+var guardAll = impl.Options{Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}}
+
+// TestArrowGuard runs every scenario in guard mode, every buffer guarded, one
+// after the other and then all at once, each goroutine catching faults: Arrow
+// reads no buffer after releasing it here (a read would be reported with the
+// stacks that allocated, released and read it), and the results are
+// GoAllocator's.
+func TestArrowGuard(t *testing.T) {
+	mem := newAllocatorOpt(t, guardAll)
+	report := func(e *impl.UseAfterFreeError) { t.Error(e) }
+	wants := make([][]arrow.Array, len(scenarios))
+	for i, sc := range scenarios {
+		wants[i] = sc.run(t, memory.NewGoAllocator())
+		defer release(wants[i])
+	}
+	for i, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			defer mem.CatchFaults(report)()
+			got := sc.run(t, mem)
+			compare(t, wants[i], got)
+			release(got)
+		})
+	}
+	var wg sync.WaitGroup
+	var comparing sync.Mutex
+	for i, sc := range scenarios {
+		want := wants[i]
+		wg.Go(func() {
+			defer mem.CatchFaults(report)()
+			got := sc.run(t, mem)
+			comparing.Lock()
+			compare(t, want, got)
+			comparing.Unlock()
+			release(got)
+		})
+	}
+	wg.Wait()
+	s := mem.Stats().Impl
+	if s.Guard.Allocs == 0 || s.Guard.Released == 0 && s.Guard.Quarantined == 0 {
+		t.Errorf("guard mode guarded nothing: %+v", s.Guard)
+	}
+	t.Logf("guard: %+v; peak %d bytes live", s.Guard, mem.Stats().PeakBytes)
+}
+
+// TestGuardReportsArrowReadAfterRelease is the bug Debug mode could only
+// show as wrong values: Arrow code that keeps a slice of an array's buffer
+// and reads it after releasing the array. In guard mode the read faults, and
+// the report names the buffer and the stacks that allocated it (the
+// builder), released it and read it.
+func TestGuardReportsArrowReadAfterRelease(t *testing.T) {
+	mem := newAllocatorOpt(t, guardAll)
+	if !mem.Impl().GuardProtects() {
+		t.Skip("the Go-heap backend (-race) cannot protect memory")
+	}
+	b := array.NewInt64Builder(mem)
+	for i := range 1000 {
+		b.Append(int64(i))
+	}
+	arr := b.NewInt64Array()
+	b.Release()
+	vals := arr.Int64Values()
+	if vals[999] != 999 {
+		t.Fatalf("vals[999] = %d", vals[999])
+	}
+	releaseArray(arr)
+	var got *impl.UseAfterFreeError
+	func() {
+		defer mem.CatchFaults(func(e *impl.UseAfterFreeError) { got = e })()
+		sum := readAfterRelease(vals)
+		t.Errorf("read a released buffer without a fault (sum %d)", sum)
+	}()
+	if got == nil {
+		t.Fatal("no report")
+	}
+	t.Logf("the report:\n%v", got)
+	for what, want := range map[string]string{
+		"allocated": "array.(*Int64Builder)", "freed": "releaseArray", "accessed": "readAfterRelease",
+	} {
+		site := map[string]string{"allocated": got.AllocSite, "freed": got.FreeSite, "accessed": got.AccessSite}[what]
+		if !strings.Contains(site, want) || !strings.Contains(site, "TestGuardReportsArrowReadAfterRelease") {
+			t.Errorf("the stack that %s the buffer does not name %s and the test:\n%s", what, want, site)
+		}
+	}
+	if got.Object != uintptr(unsafe.Pointer(unsafe.SliceData(vals))) || got.Size < 8000 {
+		t.Errorf("the report names the %d-byte object at %#x, the buffer is at %p", got.Size, got.Object, unsafe.SliceData(vals))
+	}
+}
+
+//go:noinline
+func releaseArray(a arrow.Array) { a.Release() }
+
+//go:noinline
+func readAfterRelease(vals []int64) (sum int64) {
+	for _, v := range vals {
+		sum += v
+	}
+	return sum
 }
 
 // TestArrowConcurrent runs every scenario twice at once on one Allocator.

@@ -88,6 +88,21 @@ func seedPrograms() []Program {
 		cmd(OpAlloc, 0, 40000, 0, 0, 3), cmd(OpAllocAligned, 1, 100, 16, 0, 0), cmd(OpCloseCache, 0, 0, 0, 0, 0),
 		cmd(OpFreeCross, 1, 0, 0, 0, 0), cmd(OpUseClosed, 0, 8, 0, 0, 0), cmd(OpFreeLocal, 0, 0, 0, 1, 0),
 	}})
+	// Guard mode (GUARD-FAULT): small and large objects guarded, freed into
+	// the quarantine, touched there, freed again (double frees), the
+	// quarantine overflowing and yielding to allocations that find no room.
+	var guarded []Cmd
+	for i := range 24 {
+		guarded = append(guarded, cmd(OpAlloc, uint8(i), uint16(i*37), 0, 0, uint8(i%4)), cmd(OpAllocAligned, uint8(i), 64, 6, 0, 1))
+	}
+	for i := range 16 {
+		guarded = append(guarded, cmd(OpFreeCross, uint8(i), 0, 0, uint16(i*5), 0), cmd(OpAllocator, 0, uint16(i), 4, uint16(i*3), uint8(i)),
+			cmd(OpRealloc, uint8(i+1), uint16(i*97), uint8(i), uint16(i), uint8(i%4<<2|16)),
+			cmd(OpFreeBad, uint8(i), 0, invariants.BadDouble, uint16(i), 0), cmd(OpFreeBad, uint8(i), 0, invariants.BadWild, uint16(i*977), 0))
+	}
+	for _, h := range []uint8{64, 64 | 128 | 8, 64 | 0x10 | 3} {
+		ps = append(ps, Program{Header: h, Cmds: guarded})
+	}
 	return ps
 }
 
@@ -140,6 +155,10 @@ func FuzzConcurrent(f *testing.F) {
 		seed = append(seed, byte(i), byte([]int{COpAlloc, COpAlloc, COpSend, COpReceive, COpFree, COpBarrier}[i%6]), byte(i*37), byte(i))
 	}
 	f.Add(seed)
+	guarded := append([]byte{8}, seed[1:]...)
+	f.Add(guarded)
+	guarded = append([]byte{8 | 16 | 4}, seed[1:]...)
+	f.Add(guarded)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4*StepSize*64 {
 			data = data[:4*StepSize*64]

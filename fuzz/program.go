@@ -42,7 +42,7 @@ const (
 	OpUseClosed              // call a closed cache
 	OpRealloc                // Realloc: of whom and to what, by flags (reallocCmd)
 	OpFreeTail               // free at a live object's superblock tail (align bit 0: the last object's last byte)
-	OpAllocator              // the Allocator's methods, by align%4: Stats, Leaks, Trim, Flush
+	OpAllocator              // the Allocator's methods, by align%5: Stats, Leaks, Trim, Flush, and a fault explained (touchFreed)
 	OpAllocEdge              // Alloc (flags bit 2: AllocAligned) of an edge size (invariants.EdgeSizes)
 	NumOps
 )
@@ -71,7 +71,9 @@ type Cmd struct {
 type Program struct {
 	// Header: bits 0-1: a reservation of 16<<n superblocks; bits 4-5: 16, 8,
 	// 32 or 1 superblock-cache ways; bit 2: one way whatever bits 4-5 say (as
-	// before they said anything); bit 3: debug mode.
+	// before they said anything); bit 3: debug mode; bit 6: guard mode
+	// (GUARD-FAULT) with every small allocation sampled, or, with bit 7, one
+	// in 3 and a quarantine of one object.
 	Header uint8
 	Cmds   []Cmd
 }
@@ -122,7 +124,14 @@ func (p Program) Options() impl.Options {
 	if p.Header&4 != 0 {
 		ways = 1
 	}
-	return impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
+	opt := impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
+	if p.Header&64 != 0 {
+		opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: 1}
+		if p.Header&128 != 0 {
+			opt.Guard.SampleRate, opt.Guard.QuarantineObjects = 3, 1
+		}
+	}
+	return opt
 }
 
 // size gives a command's size: Flags bits 0-1 choose the range (tiny, small,
@@ -240,13 +249,17 @@ func step(h *invariants.Harness, c Cmd) error {
 		}
 		return h.FreeTail(id, live[int(c.Victim)%len(live)], c.Align&1 != 0)
 	case OpAllocator:
-		switch c.Align % 4 {
+		switch c.Align % 5 {
 		case 0:
 			return h.Stats()
 		case 1:
 			return h.Leaks()
 		case 2:
 			return h.Trim()
+		case 4:
+			// GUARD-FAULT: read or write a freed object in quarantine; it must
+			// fault, and Explain name it.
+			return h.TouchQuarantined(int(c.Victim)|int(c.Size)<<16, c.Flags&4 != 0)
 		}
 		return h.Flush(invariants.Front)
 	case OpAllocEdge:

@@ -58,6 +58,19 @@
 // free bitmap, its held group and the pending remote bits; a remote free that
 // targets an object which is not live is caught when the owner collects it (or
 // before it could hand the object out) and dropped.
+//
+// Guard mode (GUARD-FAULT, guard.go). Freed memory of guarded objects is made
+// inaccessible (mprotect) and given back to the OS, and kept out of reuse in a
+// bounded quarantine, oldest released first, so that a read or write after
+// free faults at the access. Large objects are runs of whole superblocks
+// already; a sampled small allocation gets a superblock of its own, the object
+// at its start, so that protecting it protects nothing else. Sampling costs
+// the fast paths nothing: a refill cuts the held group short where the next
+// sampled allocation is due (a countdown per cache and class), so the
+// allocation that finds the group empty, which takes the slow path anyway, is
+// the sampled one. Guarded objects live under the central lock, like large
+// ones: they are not small, so their frees miss the superblock cache and reach
+// freeLarge, which quarantines them.
 
 package impl
 
@@ -109,6 +122,14 @@ type Options struct {
 	// negative value returns it at once. A timer returns it when nothing else
 	// happens (MEM-ACCOUNT).
 	Decay time.Duration
+	// Guard turns on guard mode (GUARD-FAULT): freed memory of guarded objects
+	// (every large object, and small ones sampled at Guard.SampleRate, each on
+	// a superblock of its own) is made inaccessible and kept out of reuse in a
+	// bounded quarantine, so that a read or write after free faults at the
+	// access; Allocator.Explain and CatchFaults turn the fault into a
+	// UseAfterFreeError naming the object and the stacks that allocated and
+	// freed it. See GuardOptions for what it costs. Off, it costs nothing.
+	Guard GuardOptions
 }
 
 // publishBatch bounds the unpublished local frees of one superblock (STATS-LAG).
@@ -134,6 +155,7 @@ type Allocator struct {
 	closed atomic.Bool
 	ways   int
 	debug  bool
+	guard  guard // guard mode's configuration (guard.go)
 	opt    Options
 	be     backend
 	nsb    uint32
@@ -160,13 +182,15 @@ type Allocator struct {
 	nextID  int
 
 	front front
-	sites sites // debug mode's allocation stacks
+	sites sites      // debug and guard mode's allocation (and free) stacks
+	quar  quarantine // guard mode's quarantine (guard.go), under mu
 }
 
 type run struct{ start, n uint32 }
 
 type sbCounts struct {
 	small, large, orphaned int
+	guard                  int // superblocks of live guarded small objects
 	committed              int // dirty superblocks anywhere
 	dirtyPooled            int // dirty superblocks in the pool
 }
@@ -227,6 +251,10 @@ func New(opt Options) (*Allocator, error) {
 		retain: retain >> spec.SuperblockShift,
 		decay:  int64(decay),
 		now:    func() int64 { return time.Now().UnixNano() },
+	}
+	if err := a.initGuard(opt.Guard, reserve); err != nil {
+		be.release()
+		return nil, err
 	}
 	a.front.init(a)
 	return a, nil
@@ -330,7 +358,7 @@ func (a *Allocator) putRun(start, n uint32) {
 // acquireSmall takes a superblock from the pool and carves it for class k, owned
 // by c. Under a.mu.
 func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
-	i, ok := a.takeRun(1)
+	i, ok := a.takeRunEvict(1)
 	if !ok {
 		return nil
 	}
@@ -405,17 +433,21 @@ func (a *Allocator) takeDirty(sb *superblock) {
 	}
 }
 
-// pooled accounts for the used (dirty) superblocks [start, start+n) entering
-// the pool. Past Options.Retain the pool decays (MEM-ACCOUNT): superblocks
-// that have been pooled for Options.Decay go back to the OS, down to half of
-// Retain, so that a workload oscillating around the limit does not madvise on
-// every release; younger ones wait for the timer. Under a.mu.
+// pooled accounts for the superblocks [start, start+n) entering the pool: the
+// used (dirty) ones, all of them before the pool may decay (a quarantined run
+// comes back fresh, GUARD-FAULT). Past Options.Retain the pool decays
+// (MEM-ACCOUNT): superblocks that have been pooled for Options.Decay go back
+// to the OS, down to half of Retain, so that a workload oscillating around the
+// limit does not madvise on every release; younger ones wait for the timer.
+// Under a.mu.
 func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
-		a.lookup(uintptr(i)).pooledAt = now
+		if sb := a.lookup(uintptr(i)); sb.dirty {
+			sb.pooledAt = now
+			a.counts.dirtyPooled++
+		}
 	}
-	a.counts.dirtyPooled += int(n)
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
 	}

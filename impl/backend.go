@@ -16,5 +16,10 @@ type backend interface {
 	decommit(p unsafe.Pointer, n uintptr) error
 	// release unmaps the whole reservation.
 	release() error
+	// protect makes [p, p+n) inaccessible (a read or write faults), or
+	// accessible again (read and write), for guard mode (GUARD-FAULT). A
+	// backend that cannot returns errNoProtect and changes nothing.
+	protect(p unsafe.Pointer, n uintptr, access bool) error
+	canProtect() bool
 	name() string
 }

@@ -2,7 +2,10 @@
 
 package impl
 
-import "unsafe"
+import (
+	"errors"
+	"unsafe"
+)
 
 type heapBackend struct {
 	arena []byte
@@ -27,3 +30,11 @@ func (h *heapBackend) release() error {
 	h.arena = nil
 	return nil
 }
+
+// protect: the arena is Go heap memory, which only the runtime may map; guard
+// mode poisons what it quarantines instead (GUARD-FAULT).
+func (h *heapBackend) protect(unsafe.Pointer, uintptr, bool) error { return errNoProtect }
+
+func (h *heapBackend) canProtect() bool { return false }
+
+var errNoProtect = errors.New("refalloc: the Go-heap backend cannot protect memory")

@@ -48,3 +48,18 @@ func (m *mmapBackend) release() error {
 	m.mapping = nil
 	return err
 }
+
+// protect changes the protection of [p, p+n): PROT_NONE, so that any access
+// faults, or read and write again. The kernel splits the mapping's VMA around
+// the range and merges neighbours of equal protection back, so each
+// quarantined range costs at most two VMAs (vm.max_map_count is 65530 by
+// default); the quarantine's object bound keeps that bounded.
+func (m *mmapBackend) protect(p unsafe.Pointer, n uintptr, access bool) error {
+	prot := unix.PROT_NONE
+	if access {
+		prot = unix.PROT_READ | unix.PROT_WRITE
+	}
+	return unix.Mprotect(unsafe.Slice((*byte)(p), n), prot)
+}
+
+func (m *mmapBackend) canProtect() bool { return true }

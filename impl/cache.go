@@ -39,6 +39,12 @@ type Cache struct {
 	_      [56]byte
 	pub    [spec.NumClasses]classCounters // published counters, read by Stats
 	ev     eventCounters
+
+	// Guard mode's sampling (GUARD-FAULT), on the slow paths only: per class,
+	// how many more objects refills may take into the held group before the
+	// next sampled allocation, and the generator of the intervals.
+	guardLeft [spec.NumClasses]int32
+	guardRng  uint64
 }
 
 var _ = [1]struct{}{}[unsafe.Offsetof(Cache{}.sbc)-56]
@@ -99,6 +105,9 @@ func (a *Allocator) NewCache() (*Cache, error) {
 	a.nextID++
 	a.caches[c] = struct{}{}
 	a.regMu.Unlock()
+	if a.guard.sampled {
+		c.initSampling()
+	}
 	return c, nil
 }
 
@@ -184,6 +193,13 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 	cc := &c.cls[k]
 	for {
 		if cc.bits == 0 {
+			// GUARD-FAULT: the held group ran out where the next sampled
+			// allocation is due (guardLimit cut it there): this is the one.
+			if c.a.guard.sampled && c.guardLeft[k] == 0 {
+				if b := c.allocGuarded(n, k); b != nil {
+					return b, nil
+				}
+			}
 			if err := c.refill(k); err != nil {
 				return nil, err
 			}
@@ -355,10 +371,14 @@ func (c *Cache) freeMiss(off uintptr) error {
 				return c.free(off)
 			}
 			return c.freeRemote(e, off)
-		case stateLargeHead, stateLargeTail:
+		case stateLargeHead, stateLargeTail, stateGuard:
+			var site uint32
+			if a.guard.on { // GUARD-FAULT: the stack that freed it, for the report
+				site = a.sites.record()
+			}
 			yield(YieldLargeFree)
-			return c.reject(a.freeLarge(off))
-		case statePool:
+			return c.reject(a.freeLarge(c, off, site))
+		case statePool, stateQuarantine:
 			return c.reject(a.stalePoolFree(off, k))
 		}
 		return c.reject(errInvalid(addr, -1))
@@ -502,8 +522,17 @@ func (c *Cache) takeGroup(k int) bool {
 		// handed out again; CONSERVE: each object moves from one place to one).
 		c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
 		b := sb.free[g]
+		fresh := g*32 >= sb.zeroedFrom
+		if c.a.guard.sampled {
+			b = c.guardLimit(k, b)
+		}
 		n := popcount(b)
-		sb.free[g] = 0
+		sb.free[g] &^= b
+		if rest := sb.free[g]; rest != 0 && fresh && c.a.debug {
+			// The group is counted as maybe dirty from now on (zeroedFrom):
+			// in debug mode its free objects must then hold poison.
+			c.a.poisonObjects(sb, int(g), rest)
+		}
 		// nfree may go below zero: bits of localFreed are taken too, and are
 		// folded in at the next publishLocal; nfree+localFreed stays the count.
 		sb.nfree -= n
@@ -633,6 +662,9 @@ func (c *Cache) flush() {
 			cc.sb.free[cc.group] |= cc.bits
 			cc.sb.nfree += n
 			cc.bits = 0
+			if c.a.guard.sampled { // not handed out: they do not count towards the next sample
+				c.guardLeft[k] += n
+			}
 			if !mutant.NoFlushDebit {
 				c.debitAllocs(k, n) // STATS-LEAD: Flush subtracts what it gives back
 			}

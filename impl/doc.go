@@ -34,8 +34,12 @@
 // exact after every cache flushed (STATS-EXACT).
 //
 // Debugging: Options.Debug (poisoned free memory, WriteAfterFreeError with the
-// allocation site, reported through Options.OnError), Allocator.Leaks and
-// CheckLeaks (for tests: t.Cleanup(func() { impl.CheckLeaks(t, a) })).
+// allocation site, reported through Options.OnError), Options.Guard (guard
+// mode: a read or write after free faults at the access; Allocator.CatchFaults
+// and Allocator.Explain turn the fault into a UseAfterFreeError with the
+// stacks that allocated, freed and touched the object; Stats.Guard),
+// Allocator.Leaks and CheckLeaks (for tests: t.Cleanup(func() {
+// impl.CheckLeaks(t, a) })).
 //
 // Verification: Allocator.Snapshot is the read-only view of the internal state
 // that package invariants checks against the model.

@@ -20,67 +20,93 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	usable := spec.LargeUsable(n)
 	m := uint32(spec.LargeSuperblocks(usable))
 	var site uint32
-	if a.debug {
+	if a.debug || a.guard.on { // GUARD-FAULT: every large object is guarded
 		site = a.sites.record()
 	}
-	head, dirty, dirtySB, prevSite := a.carveLarge(m, usable, site)
-	if head == nil {
+	i, dirty, dirtySB, prevSite, ok := a.takeLarge(m)
+	if !ok {
 		return nil, fmt.Errorf("%w: no free run of %d superblocks for %d bytes", ErrOutOfMemory, m, n)
 	}
-	b := unsafe.Slice((*byte)(a.sbAddr(head)), usable)
+	// The run is out of the pool but not yet a large object: a stale free of
+	// its start meanwhile is judged by the pool's marks and writes nothing, so
+	// the check and the zeroing below write into no object a free could have
+	// taken back (DEBUG-POISON: no false report; GUARD-FAULT: no fault inside
+	// the allocator on memory the free protected).
+	b := unsafe.Slice((*byte)(unsafe.Add(a.start, uintptr(i)<<spec.SuperblockShift)), usable)
+	yield(YieldLargeTaken)
 	if a.debug {
 		a.verifyLargePoison(b, dirtySB, prevSite)
 	}
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
 	}
+	a.publishLarge(i, m, usable, site)
 	return b[:n], nil
 }
 
-// carveLarge takes a run of m superblocks for a large object of usable bytes:
-// its head (nil if no run is long enough), whether any of its memory may be
-// dirty, and in debug mode which superblocks must hold poison and the site of
-// the object that last started there.
-func (a *Allocator) carveLarge(m uint32, usable int, site uint32) (head *superblock, dirty bool, dirtySB []bool, prevSite uint32) {
+// takeLarge takes a run of m superblocks out of the pool for a large object:
+// its first superblock (ok false if no run is long enough, even after
+// releasing the quarantine), whether any of its memory may be dirty, and in
+// debug mode which superblocks must hold poison and the site of the object
+// that last started there. The headers still say pooled.
+func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSite uint32, ok bool) {
 	a.lock()
 	defer a.mu.Unlock()
-	i, ok := a.takeRun(m)
+	i, ok = a.takeRunEvict(m)
 	if !ok {
-		return nil, false, nil, 0
+		return 0, false, nil, 0, false
 	}
-	dirty, dirtySB = a.carveRun(i, m, true, a.debug)
-	head = a.header(i)
-	prevSite = head.site
+	dirty, dirtySB = a.takeDirtyRun(i, m, a.debug)
+	return i, dirty, dirtySB, a.header(i).site, true
+}
+
+// publishLarge makes the m superblocks at i, taken by takeLarge and zeroed,
+// the large object of usable bytes allocated at site: from now on a free of
+// its start frees it.
+func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.markLarge(i, m, true)
+	head := a.header(i)
 	head.runLen, head.usable, head.site = m, uintptr(usable), site
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
-	return head, dirty, dirtySB, prevSite
 }
 
-// freeLarge frees the large object starting at offset off, or says why not.
-func (a *Allocator) freeLarge(off uintptr) error {
+// freeLarge frees the large object, or the guarded small object, starting at
+// offset off for cache c, or says why not; site is where it is freed (guard
+// mode). In guard mode the object is quarantined (GUARD-FAULT).
+func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
 	addr := a.base + off
 	a.lock()
 	defer a.mu.Unlock()
 	head := a.lookup(off >> spec.SuperblockShift)
 	_, state, k := unpackMeta(head.meta.Load())
 	switch {
-	case state == statePool:
+	case state == statePool || state == stateQuarantine:
 		return a.stalePoolFree(off, k)
+	case state == stateGuard && off&(spec.SuperblockSize-1) == 0:
+		return a.freeGuarded(c, head, int(k), site)
+	case state == stateGuard:
+		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
 	}
 	m := head.runLen
-	if a.debug {
-		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
-	}
-	a.poolRun(head.idx, m, largeMark)
 	a.large.Frees++
 	a.large.LiveObjects--
 	if !mutant.LargeLiveBytes {
 		a.large.LiveBytes -= uint64(head.usable)
 	}
+	if a.quarantine(head, m, spec.Large, site) {
+		a.counts.large -= int(m)
+		return nil
+	}
+	if a.debug {
+		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
+	}
+	a.poolRun(head.idx, m, largeMark)
 	return nil
 }
 
@@ -89,15 +115,33 @@ func (a *Allocator) freeLarge(off uintptr) error {
 // be dirty and, if each, which (in debug mode those must hold poison). Under
 // a.mu.
 func (a *Allocator) carveRun(i, m uint32, head, each bool) (dirty bool, dirtySB []bool) {
+	dirty, dirtySB = a.takeDirtyRun(i, m, each)
+	a.markLarge(i, m, head)
+	return dirty, dirtySB
+}
+
+// takeDirtyRun accounts for the superblocks [i, i+m), just taken from the
+// pool, as used (committed), and reports whether any of their memory may be
+// dirty and, if each, which. Under a.mu.
+func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []bool) {
 	for j := i; j < i+m; j++ {
 		sb := a.header(j)
 		a.takeDirty(sb)
-		gen, _, _ := unpackMeta(sb.meta.Load())
 		dirty = dirty || sb.dirty
 		if each {
 			dirtySB = append(dirtySB, sb.dirty)
 		}
 		sb.dirty = true
+	}
+	return dirty, dirtySB
+}
+
+// markLarge makes the headers of [i, i+m) say large (the first the head, if
+// head). Under a.mu.
+func (a *Allocator) markLarge(i, m uint32, head bool) {
+	for j := i; j < i+m; j++ {
+		sb := a.header(j)
+		gen, _, _ := unpackMeta(sb.meta.Load())
 		state := uint8(stateLargeTail)
 		if head && j == i {
 			state = stateLargeHead
@@ -105,7 +149,6 @@ func (a *Allocator) carveRun(i, m uint32, head, each bool) (dirty bool, dirtySB 
 		sb.meta.Store(packMeta(gen, state, noClass))
 	}
 	a.counts.large += int(m)
-	return dirty, dirtySB
 }
 
 // poolRun returns a large object's superblocks [i, i+m) to the pool, the
@@ -138,29 +181,45 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	head := a.lookup(off >> spec.SuperblockShift)
 	u := spec.LargeUsable(n)
-	old, dirtySB, ok := a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u)
+	zero := func(old uint32, dirtySB []bool) {
+		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
+		if a.debug && len(dirtySB) > 0 {
+			lo := int(old) << spec.SuperblockShift
+			a.verifyLargePoison(r[lo:], dirtySB, 0)
+		}
+		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
+		for j, d := range dirtySB {
+			if lo := (int(old) + j) << spec.SuperblockShift; d && !mutant.LargeGrowDirty {
+				clear(r[lo:min(u, lo+spec.SuperblockSize)])
+			}
+		}
+	}
+	// In debug and guard mode the zeroing runs under the central lock: a
+	// stale free racing this Realloc cannot take the object back (poison or
+	// protect it) while the zeroing writes into it (DEBUG-POISON: no false
+	// report; GUARD-FAULT: no fault inside the allocator). Otherwise it runs
+	// after, where such a race writes only zeros into freed memory.
+	locked := a.debug || a.guard.on
+	var under func(uint32, []bool)
+	if locked {
+		under = zero
+	}
+	old, dirtySB, ok := a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, under)
 	if !ok {
 		return nil, false
 	}
-	r := unsafe.Slice((*byte)(a.sbAddr(head)), u)
-	if a.debug && len(dirtySB) > 0 {
-		lo := int(old) << spec.SuperblockShift
-		a.verifyLargePoison(r[lo:], dirtySB, 0)
+	if !locked {
+		zero(old, dirtySB)
 	}
-	clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
-	for j, d := range dirtySB {
-		if lo := (int(old) + j) << spec.SuperblockShift; d && !mutant.LargeGrowDirty {
-			clear(r[lo:min(u, lo+spec.SuperblockSize)])
-		}
-	}
-	return r[:n], true
+	return unsafe.Slice((*byte)(a.sbAddr(head)), u)[:n], true
 }
 
 // resizeRun is resizeLarge's part under a.mu: it checks that head is still
 // the head of b's object (off, capacity), changes its run to m superblocks and
 // its usable size to u, and returns the run's old length and, for superblocks
-// it took, whether each may be dirty.
-func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int) (old uint32, dirtySB []bool, ok bool) {
+// it took, whether each may be dirty; zero, if not nil, gets them before the
+// lock is released.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool)) (old uint32, dirtySB []bool, ok bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
@@ -185,6 +244,9 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	head.runLen = m
 	a.large.LiveBytes += uint64(u) - uint64(head.usable) // LARGE-EXACT
 	head.usable = uintptr(u)
+	if zero != nil {
+		zero(old, dirtySB)
+	}
 	return old, dirtySB, true
 }
 
@@ -211,10 +273,18 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
 	}
 }
 
-// stalePoolFree classifies a free into a pooled superblock: the start of a slot
-// of its last layout is a double free (FREE-DOUBLE), anything else is invalid.
+// stalePoolFree classifies a free into a pooled or quarantined superblock: the
+// start of a slot of its last layout (a large object's or a guarded object's
+// start, or a slot of its last class) is a double free (FREE-DOUBLE), anything
+// else is invalid.
 func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 	addr, rel := a.base+off, int(off&(spec.SuperblockSize-1))
+	if g, ok := isGuardMark(k); ok {
+		if rel == 0 {
+			return errDouble(addr, g)
+		}
+		return errInvalid(addr, -1)
+	}
 	switch {
 	case k == largeMark && rel == 0:
 		return errDouble(addr, spec.Large)

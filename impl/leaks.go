@@ -28,7 +28,8 @@ func (l Leak) String() string {
 }
 
 // Leaks lists the live objects: allocated and not freed (objects caches hold
-// for later are not live). In debug mode each comes with its allocation site.
+// for later are not live). In debug mode each comes with its allocation site,
+// and in guard mode each guarded one.
 // Call it at a quiescent point, like Snapshot.
 func (a *Allocator) Leaks() []Leak {
 	var out []Leak
@@ -41,6 +42,8 @@ func (a *Allocator) Leaks() []Leak {
 		switch st.State {
 		case SBLargeHead:
 			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: spec.Large, Site: a.sites.format(sb.site)})
+		case SBGuard:
+			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: st.Class, Site: a.sites.format(sb.site)})
 		case SBSmall:
 			size := spec.ClassSize(st.Class)
 			for g := range st.Free {

@@ -49,7 +49,12 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		}
 		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
 	}
-	copy(nb, b[:keep-int(b2i(mutant.ReallocShortCopy && keep > 0))])
+	src := b[:keep-int(b2i(mutant.ReallocShortCopy && keep > 0))]
+	if c.a.guard.on {
+		c.a.copyOut(nb, src) // GUARD-FAULT: never from memory it protected
+	} else {
+		copy(nb, src)
+	}
 	if err := c.Free(b); err != nil {
 		c.Free(nb)
 		return nil, err

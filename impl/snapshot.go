@@ -17,10 +17,12 @@ const (
 	SBSmall
 	SBLargeHead
 	SBLargeTail
+	SBGuard      // a live guarded small object at its start (GUARD-FAULT)
+	SBQuarantine // part of a freed guarded object in quarantine
 )
 
 func (s SBState) String() string {
-	return [...]string{"unused", "pool", "small", "large-head", "large-tail"}[s]
+	return [...]string{"unused", "pool", "small", "large-head", "large-tail", "guard", "quarantine"}[s]
 }
 
 // Snapshot is a copy of the allocator's internal state, the input of the
@@ -50,6 +52,29 @@ type Snapshot struct {
 	OrphanNotify []int
 	// Retired are the counters closed caches left to the Allocator.
 	Retired CacheCounters
+	// Guard is guard mode's configuration and quarantine.
+	Guard GuardState
+}
+
+// GuardState is guard mode in a Snapshot (GUARD-FAULT).
+type GuardState struct {
+	Enabled bool
+	// Protects: freed guarded memory is inaccessible (false under the
+	// Go-heap backend, where it is poisoned).
+	Protects bool
+	// SampleRate is the rate small allocations are sampled at, 0 when not.
+	SampleRate int
+	// The quarantine's bounds, and the quarantine, oldest first.
+	QuarantineBytes, QuarantineObjects int
+	Quarantine                         []Quarantined
+}
+
+// Quarantined is a freed guarded object in quarantine.
+type Quarantined struct {
+	Addr        uintptr
+	Superblocks int
+	Class       int // small class, or spec.Large
+	Usable      int
 }
 
 // CacheCounters are the event counters a cache publishes.
@@ -66,9 +91,14 @@ type SuperblockState struct {
 	Addr  uintptr
 	State SBState
 	Gen   uint32
-	// Class is the size class (small), or the class of its last small life
-	// (pool; spec.Large after a large object), or -1.
+	// Class is the size class (small, guard), or the class of its last small
+	// life (pool; spec.Large after a large object), or -1; for a quarantined
+	// head, the freed object's class or spec.Large.
 	Class int
+	// GuardSlot: it holds a guarded small object of class Class at its start
+	// (guard), or its last life was one (quarantine, pool): a free of its
+	// start is that object's, and nothing else starts there.
+	GuardSlot bool
 	// Owner is the owning cache's ID; -1 for an orphan or when not small.
 	Owner  int
 	Orphan bool
@@ -179,11 +209,16 @@ func (a *Allocator) snapshot() *Snapshot {
 				State: SBState(state), Gen: gen, Class: -1, Owner: -1, Dirty: sb.dirty,
 				Notified: sb.notified.Load(), PooledAt: sb.pooledAt,
 			}
-			switch {
+			switch g, guarded := isGuardMark(k); {
 			case k < spec.NumClasses:
 				st.Class = int(k)
 			case k == largeMark:
 				st.Class = spec.Large
+			case guarded:
+				st.Class, st.GuardSlot = g, true
+			}
+			if state == stateGuard {
+				st.GuardSlot, st.Objects, st.Live = true, 1, 1
 			}
 			if state == stateLargeHead {
 				s.Large = append(s.Large, LargeObject{Addr: st.Addr, Usable: int(sb.usable), Superblocks: int(sb.runLen)})
@@ -206,6 +241,7 @@ func (a *Allocator) snapshot() *Snapshot {
 	r := a.retired
 	a.regMu.Unlock()
 	s.Retired = CacheCounters{DoubleFrees: r.double, InvalidFrees: r.invalid, WriteAfterFrees: r.waf, SuperblockCacheMisses: r.sbcFills}
+	s.Guard = a.snapGuard()
 	return s
 }
 

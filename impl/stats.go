@@ -60,6 +60,31 @@ type Stats struct {
 	// SmallSuperblocks, LargeSuperblocks and OrphanedSuperblocks count
 	// superblocks in use by each kind.
 	SmallSuperblocks, LargeSuperblocks, OrphanedSuperblocks int
+	// Guard is guard mode's (GUARD-FAULT); all zero when it is off.
+	Guard GuardStats
+}
+
+// GuardStats are guard mode's counters, exact at every instant (counted under
+// the central lock at the event). Reserved is the pool, InUse and
+// QuarantinedBytes together.
+type GuardStats struct {
+	// Allocs counts the small allocations guarded (sampled); every large
+	// object is guarded, and counted in Stats.Large. The guarded small
+	// allocations and their frees are counted in their class too.
+	Allocs uint64
+	// LiveObjects and LiveBytes are the live guarded small objects and their
+	// usable bytes; Superblocks the superblocks they occupy, one each
+	// (counted in InUse and Committed).
+	LiveObjects, LiveBytes uint64
+	Superblocks            int
+	// Quarantined is the number of freed guarded objects (small and large) in
+	// quarantine; QuarantinedBytes the address space their superblocks hold,
+	// inaccessible and given back to the OS (not in InUse, nor, when guard
+	// mode protects memory, in Committed). Released counts the objects that
+	// left the quarantine, oldest first, for the pool.
+	Quarantined      int
+	QuarantinedBytes uint64
+	Released         uint64
 }
 
 // counters is what a closed cache leaves to the Allocator's totals.
@@ -99,7 +124,8 @@ func (a *Allocator) Stats() Stats {
 	s.Large = a.large
 	s.SmallSuperblocks, s.LargeSuperblocks, s.OrphanedSuperblocks = a.counts.small, a.counts.large, a.counts.orphaned
 	s.Committed = uint64(a.counts.committed) << spec.SuperblockShift
-	s.InUse = uint64(a.counts.small+a.counts.large) << spec.SuperblockShift
+	s.InUse = uint64(a.counts.small+a.counts.large+a.counts.guard) << spec.SuperblockShift
+	s.Guard = a.guardStats()
 	a.mu.Unlock()
 	return s
 }
@@ -140,5 +166,9 @@ func (s Stats) String() string {
 	fmt.Fprintf(&b, "bad frees: %d double, %d invalid; writes after free: %d\n", s.DoubleFrees, s.InvalidFrees, s.WriteAfterFrees)
 	fmt.Fprintf(&b, "memory: %d reserved, %d committed, %d in use; superblocks: %d small (%d orphaned), %d large\n",
 		s.Reserved, s.Committed, s.InUse, s.SmallSuperblocks, s.OrphanedSuperblocks, s.LargeSuperblocks)
+	if g := s.Guard; g != (GuardStats{}) {
+		fmt.Fprintf(&b, "guard: %d small allocations guarded, %d live (%d bytes, %d superblocks); quarantine: %d objects, %d bytes; %d released\n",
+			g.Allocs, g.LiveObjects, g.LiveBytes, g.Superblocks, g.Quarantined, g.QuarantinedBytes, g.Released)
+	}
 	return b.String()
 }

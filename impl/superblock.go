@@ -13,11 +13,13 @@ import (
 
 // Superblock states, kept in the state byte of superblock.meta.
 const (
-	stateUnused    = iota // never handed out; the memory is fresh
-	statePool             // free, in the central pool
-	stateSmall            // carved into objects of one class; owned by a cache, or orphaned
-	stateLargeHead        // first superblock of a large object
-	stateLargeTail        // a later superblock of a large object
+	stateUnused     = iota // never handed out; the memory is fresh
+	statePool              // free, in the central pool
+	stateSmall             // carved into objects of one class; owned by a cache, or orphaned
+	stateLargeHead         // first superblock of a large object
+	stateLargeTail         // a later superblock of a large object
+	stateGuard             // guard mode: one sampled small object at its start (GUARD-FAULT)
+	stateQuarantine        // guard mode: part of a freed guarded object, inaccessible, kept out of reuse
 )
 
 // noClass is the class byte of a superblock that never held small objects.
@@ -76,10 +78,10 @@ type superblock struct {
 
 	// central, and debug mode's
 	idx    uint32
-	runLen uint32   // large head: superblocks in the run
-	usable uintptr  // large head: usable bytes
+	runLen uint32   // large head, guard superblock: superblocks in the run
+	usable uintptr  // large head, guard superblock: usable bytes
 	dirty  bool     // used since it was last fresh: may be committed and nonzero
-	site   uint32   // debug mode, large head: the allocation site
+	site   uint32   // debug or guard mode, large head or guard superblock: the allocation site
 	sites  []uint32 // debug mode, owner-private: each object's allocation site
 	// pooledAt is when it last entered the pool dirty (Options.Decay).
 	pooledAt int64

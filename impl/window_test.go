@@ -206,3 +206,60 @@ func TestNotifyRacesClose(t *testing.T) {
 	must(t, h.FlushAll())
 	must(t, h.FreeAll())
 }
+
+// TestLargeAllocRacesStaleFree (GUARD-FAULT, DEBUG-POISON, FREE-DOUBLE): a
+// large allocation has taken its run out of the pool and not yet zeroed it
+// when a stale free of the run's start (a large object freed there before)
+// runs. The free must be refused (the run is not an object yet) and write
+// nothing, and the allocation must hand out a zeroed object with no write
+// after free reported: were the run published first, the free would free the
+// new object and the zeroing would write into freed memory (a false report in
+// debug mode, a fault inside the allocator in guard mode).
+func TestLargeAllocRacesStaleFree(t *testing.T) {
+	for _, guard := range []bool{false, true} {
+		var reports []error
+		opt := impl.Options{Reserve: 32 * spec.SuperblockSize, Debug: true, OnError: func(err error) { reports = append(reports, err) }}
+		if guard {
+			opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: -1, QuarantineObjects: 1}
+		}
+		a, err := impl.New(opt)
+		must(t, err)
+		c, _ := a.NewCache()
+		d, _ := a.NewCache()
+		b1, err := c.Alloc(200_000)
+		must(t, err)
+		b3, err := c.Alloc(200_000)
+		must(t, err)
+		for i := range b1 {
+			b1[i] = 1
+		}
+		must(t, c.Free(b1))
+		must(t, c.Free(b3)) // in guard mode: pushes b1 out of the quarantine, into the pool
+		var b2 []byte
+		stale := during(t, newPause(impl.YieldLargeTaken), func() error {
+			var err error
+			b2, err = c.Alloc(200_000)
+			return err
+		}, func() {
+			if err := d.Free(b1); !errors.Is(err, impl.ErrDoubleFree) {
+				t.Errorf("guard %v: a stale free of the run a large allocation is taking: %v", guard, err)
+			}
+		})
+		must(t, stale)
+		if addrOf(b2) != addrOf(b1) {
+			t.Fatalf("guard %v: the allocation got %#x, not the stale free's run at %#x", guard, addrOf(b2), addrOf(b1))
+		}
+		for i, x := range b2[:cap(b2)] {
+			if x != 0 {
+				t.Fatalf("guard %v: byte %d of the new object is %#x", guard, i, x)
+			}
+		}
+		must(t, c.Free(b2))
+		c.Close()
+		d.Close()
+		must(t, a.Close())
+		if len(reports) != 0 || a.Stats().WriteAfterFrees != 0 {
+			t.Errorf("guard %v: reports %v", guard, reports)
+		}
+	}
+}

@@ -26,6 +26,7 @@ const (
 	YieldOrphanDrain    = "orphan.drain"    // drainOrphanNotify popped an orphan, before collecting
 	YieldCloseOrphaned  = "close.orphaned"  // Cache.Close orphaned its superblocks, before closing its stack
 	YieldLargeFree      = "large.free"      // freeMiss saw a large head, before freeLarge locks
+	YieldLargeTaken     = "large.taken"     // allocLarge took its run out of the pool, before zeroing and publishing it
 	YieldLockWait       = "lock.wait"       // a lock is busy
 )
 

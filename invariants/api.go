@@ -210,6 +210,9 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bool) {
 	i := int((a - s.Base) / uintptr(s.SuperblockSize))
 	k := slices.IndexFunc(s.Superblocks, func(st impl.SuperblockState) bool { return st.Index == i })
+	if k >= 0 && s.Superblocks[k].State == impl.SBGuard {
+		return false, true // GUARD-FAULT: a guarded object's superblock is nobody's: it moves
+	}
 	if k < 0 || s.Superblocks[k].State != impl.SBSmall {
 		return false, false
 	}
@@ -281,11 +284,21 @@ func (h *Harness) Leaks() error {
 		Addr        uintptr
 		Size, Class int
 	}
+	// Sites: every object's in debug mode; in guard mode every guarded
+	// object's (GUARD-FAULT: large ones, and small ones on a guard superblock).
+	s := h.A.Snapshot()
+	guarded := map[uintptr]bool{}
+	for _, st := range s.Superblocks {
+		if st.State == impl.SBGuard {
+			guarded[st.Addr] = true
+		}
+	}
 	var g, w []leak
 	for _, l := range got {
 		g = append(g, leak{l.Addr, l.Size, l.Class})
-		if (l.Site != "") != h.debug {
-			return violation(spec.RuleRefines, "Leaks: object %#x has site %q, debug mode %v", l.Addr, l.Site, h.debug)
+		site := h.debug || s.Guard.Enabled && (l.Class == spec.Large || guarded[l.Addr])
+		if (l.Site != "") != site {
+			return violation(spec.RuleRefines, "Leaks: object %#x has site %q, debug mode %v, guard mode %v", l.Addr, l.Site, h.debug, s.Guard.Enabled)
 		}
 	}
 	for _, o := range want {

@@ -475,6 +475,63 @@ func (h *Harness) nth(pick int) uintptr {
 	return objs[pick%len(objs)].Addr
 }
 
+// TouchQuarantined reads (or writes) a byte of a freed object in quarantine,
+// picked by pick, where guard mode protects memory: the access must fault,
+// and Explain (through CatchFaults) must name the object, its class and size,
+// and the stacks that allocated and freed it (GUARD-FAULT). Nothing else may
+// change. Without such an object it does nothing.
+func (h *Harness) TouchQuarantined(pick int, write bool) error {
+	if h.M.Closed() {
+		return nil
+	}
+	s := h.A.Snapshot()
+	q := s.Guard.Quarantine
+	if !s.Guard.Protects || len(q) == 0 {
+		return nil
+	}
+	e := q[pick%len(q)]
+	// A pointer to it, from any slice of the reservation the harness has.
+	var ref []byte
+	for _, f := range h.freed {
+		ref = f
+	}
+	for _, o := range h.live {
+		ref = o
+	}
+	if ref == nil {
+		return nil
+	}
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(ref)), int(e.Addr)-int(addr(ref)))
+	span := unsafe.Slice((*byte)(p), e.Superblocks*s.SuperblockSize)
+	i := (pick / len(q)) % len(span)
+	if pick%3 == 0 {
+		i = (pick / len(q)) % e.Usable // mostly inside the object itself
+	}
+	report := touch(h.A, span, i, write)
+	switch {
+	case report == nil:
+		return violation(spec.RuleGuardFault, "byte %d of the freed %d-byte object %#x (in quarantine): the access did not fault", i, e.Usable, e.Addr)
+	case report.Addr != e.Addr+uintptr(i) || report.Object != e.Addr || report.Offset != i || report.Class != e.Class ||
+		report.Size != e.Usable || report.AllocSite == "" || report.FreeSite == "" || report.AccessSite == "" || report.Released:
+		return violation(spec.RuleGuardFault, "a fault at byte %d of the freed %d-byte object %#x (class %d) was reported as %+v", i, e.Usable, e.Addr, e.Class, report)
+	}
+	return h.step(nil)
+}
+
+// touch reads or writes b[i] with faults turned into panics, and returns
+// CatchFaults' report of the fault, if there was one.
+func touch(a *impl.Allocator, b []byte, i int, write bool) (report *impl.UseAfterFreeError) {
+	defer a.CatchFaults(func(e *impl.UseAfterFreeError) { report = e })()
+	if write {
+		b[i] = 0x5a
+	} else {
+		touched = b[i]
+	}
+	return nil
+}
+
+var touched byte
+
 // Flush flushes cache id (Front: the Allocator's, every shard) and checks
 // that the flushed caches hold nothing and left nothing unpublished
 // (STATS-EXACT, flushed).
@@ -521,13 +578,17 @@ func (h *Harness) Trim() error {
 	if err == nil {
 		s := h.A.Snapshot()
 		vs := flushed(s, frontIDs(s))
+		var quarantined uint64 // GUARD-FAULT: poisoned, not decommitted, where memory cannot be protected
 		for _, st := range s.Superblocks {
 			if st.Dirty && st.State == impl.SBPool {
 				vs = append(vs, violation(spec.RuleMemAccount, "after Trim pooled superblock %d is still committed", st.Index))
 			}
+			if st.Dirty && st.State == impl.SBQuarantine {
+				quarantined += uint64(s.SuperblockSize)
+			}
 		}
-		if s.Stats.Committed != s.Stats.InUse {
-			vs = append(vs, violation(spec.RuleMemAccount, "after Trim Committed is %d, InUse %d", s.Stats.Committed, s.Stats.InUse))
+		if s.Stats.Committed != s.Stats.InUse+quarantined {
+			vs = append(vs, violation(spec.RuleMemAccount, "after Trim Committed is %d, InUse %d, %d bytes quarantined committed", s.Stats.Committed, s.Stats.InUse, quarantined))
 		}
 		if len(vs) > 0 {
 			return join(vs)

@@ -149,6 +149,11 @@ func Abstract(s *impl.Snapshot) map[uintptr]int {
 	for _, o := range s.Large {
 		live[o.Addr] = o.Usable
 	}
+	for _, st := range s.Superblocks {
+		if st.State == impl.SBGuard { // GUARD-FAULT: a guarded object is live like any other
+			live[st.Addr] = spec.ClassSize(st.Class)
+		}
+	}
 	return live
 }
 
@@ -165,6 +170,7 @@ func Check(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	vs = append(vs, coherent(s, sbs)...)
 	vs = append(vs, noOverlap(s)...)
 	vs = append(vs, memAccount(s)...)
+	vs = append(vs, guarded(s, m)...)
 	// STATS-LEAD and STATS-LAG bounds, LARGE-EXACT, bad-free counts:
 	vs = append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), false)...)
 	return vs
@@ -233,9 +239,13 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 	}
 	// Superblocks: the pool's runs and the used superblocks tile the reservation.
 	used := map[int]bool{}
+	quarantined := 0
 	for _, st := range s.Superblocks {
-		if st.State == impl.SBSmall || st.State == impl.SBLargeHead || st.State == impl.SBLargeTail {
+		if inUse(st.State) {
 			used[st.Index] = true
+		}
+		if st.State == impl.SBQuarantine {
+			quarantined++
 		}
 	}
 	for _, o := range s.Large {
@@ -284,10 +294,16 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 		pooled += r.N
 		end = r.Start + r.N
 	}
-	if pooled+len(used) != total {
-		vs = append(vs, violation(spec.RuleConserve, "%d pooled + %d used superblocks, reservation has %d", pooled, len(used), total))
+	if pooled+len(used)+quarantined != total {
+		vs = append(vs, violation(spec.RuleConserve, "%d pooled + %d used + %d quarantined superblocks, reservation has %d", pooled, len(used), quarantined, total))
 	}
 	return vs
+}
+
+// inUse reports whether a superblock in state st holds live objects, or can:
+// small, large, or a guarded small object's (MEM-ACCOUNT: counted in InUse).
+func inUse(st impl.SBState) bool {
+	return st == impl.SBSmall || st == impl.SBLargeHead || st == impl.SBLargeTail || st == impl.SBGuard
 }
 
 // statsLead (STATS-LEAD): Allocs == true allocations + what the caches hold,
@@ -512,18 +528,17 @@ func noOverlap(s *impl.Snapshot) []*Violation {
 // counted as committed, and the pool keeps no more committed than Retain.
 func memAccount(s *impl.Snapshot) []*Violation {
 	var vs []*Violation
-	var dirty, inUse, dirtyPooled int
+	var dirty, used, dirtyPooled int
 	for _, st := range s.Superblocks {
-		used := st.State == impl.SBSmall || st.State == impl.SBLargeHead || st.State == impl.SBLargeTail
 		if st.Dirty {
 			dirty++
 		}
-		if used {
-			inUse++
+		if inUse(st.State) {
+			used++
 			if !st.Dirty {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
-		} else if st.Dirty && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay) {
+		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay) {
 			dirtyPooled++ // past its decay (the timer has had it twice over)
 		}
 	}
@@ -531,8 +546,8 @@ func memAccount(s *impl.Snapshot) []*Violation {
 	switch {
 	case s.Stats.Committed != uint64(dirty)*sbs:
 		vs = append(vs, violation(spec.RuleMemAccount, "Committed %d, %d superblocks were used since fresh", s.Stats.Committed, dirty))
-	case s.Stats.InUse != uint64(inUse)*sbs:
-		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d superblocks are in use", s.Stats.InUse, inUse))
+	case s.Stats.InUse != uint64(used)*sbs:
+		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d superblocks are in use", s.Stats.InUse, used))
 	case dirtyPooled*s.SuperblockSize > s.Retain:
 		vs = append(vs, violation(spec.RuleMemAccount, "the pool keeps %d committed superblocks past their decay of %v, Retain is %d bytes", dirtyPooled, time.Duration(s.Decay), s.Retain))
 	}
@@ -550,11 +565,13 @@ func StatsNow(s impl.Stats) []*Violation {
 	if l := s.Large; l.Allocs-l.Frees != l.LiveObjects || l.LiveObjects == 0 && l.LiveBytes != 0 {
 		vs = append(vs, violation(spec.RuleLargeExact, "large: %+v", l))
 	}
-	switch {
-	case s.InUse != uint64(s.SmallSuperblocks+s.LargeSuperblocks)*sb:
-		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d small + %d large superblocks", s.InUse, s.SmallSuperblocks, s.LargeSuperblocks))
-	case s.InUse > s.Committed || s.Committed > s.Reserved:
-		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, Committed %d, Reserved %d", s.InUse, s.Committed, s.Reserved))
+	switch g := s.Guard; {
+	case s.InUse != uint64(s.SmallSuperblocks+s.LargeSuperblocks+g.Superblocks)*sb:
+		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d small + %d large + %d guard superblocks", s.InUse, s.SmallSuperblocks, s.LargeSuperblocks, g.Superblocks))
+	case s.InUse > s.Committed || s.Committed > s.Reserved || s.InUse+g.QuarantinedBytes > s.Reserved:
+		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, Committed %d, Quarantined %d, Reserved %d", s.InUse, s.Committed, g.QuarantinedBytes, s.Reserved))
+	case g.LiveObjects != uint64(g.Superblocks) || g.LiveObjects > g.Allocs:
+		vs = append(vs, violation(spec.RuleGuardFault, "guard: %+v", g))
 	case s.OrphanedSuperblocks > s.SmallSuperblocks:
 		vs = append(vs, violation(spec.RuleMemAccount, "%d orphaned of %d small superblocks", s.OrphanedSuperblocks, s.SmallSuperblocks))
 	}
@@ -580,7 +597,7 @@ func CheckEmpty(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		vs = append(vs, violation(spec.RuleEmpty, "%d objects live (model: %d)", n, len(m.Live())))
 	}
 	for _, st := range s.Superblocks {
-		if st.State == impl.SBSmall || st.State == impl.SBLargeHead || st.State == impl.SBLargeTail {
+		if inUse(st.State) {
 			vs = append(vs, violation(spec.RuleEmpty, "superblock %d is still %v after everything was freed and flushed", st.Index, st.State))
 		}
 	}
@@ -621,6 +638,9 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 		if r.N >= need {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
 		}
+	}
+	if q := s.Guard.Quarantine; len(q) > 0 { // GUARD-FAULT: the quarantine yields first
+		vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d freed objects in quarantine", n, align, len(q)))
 	}
 	if len(ids) == 0 || len(vs) > 0 {
 		return vs
@@ -752,6 +772,20 @@ func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 		return oracle.InvalidPointer
 	case st.State == impl.SBLargeHead && rel == 0:
 		return oracle.OK
+	// GUARD-FAULT: a guarded object's superblock holds only it, at its start;
+	// quarantined, or pooled after, its start (and a large object's) is a
+	// double free.
+	case st.State == impl.SBGuard && rel == 0:
+		return oracle.OK
+	case st.State == impl.SBGuard:
+		return oracle.InvalidPointer
+	case (st.State == impl.SBQuarantine || st.State == impl.SBPool) && st.GuardSlot:
+		if rel == 0 {
+			return oracle.DoubleFree
+		}
+		return oracle.InvalidPointer
+	case st.State == impl.SBQuarantine && st.Class == spec.Large && rel == 0:
+		return oracle.DoubleFree
 	case st.State == impl.SBPool && st.Class == spec.Large && rel == 0:
 		return oracle.DoubleFree
 	case st.State == impl.SBPool && st.Class >= 0 && st.Class < spec.NumClasses:

@@ -402,3 +402,124 @@ func TestOOMCatchesWhatWasKept(t *testing.T) {
 	}
 	expect(t, spec.RuleOOMReal, invariants.CheckOOM(s, []int{id}, 48, 1))
 }
+
+// guardSetup makes a harness in guard mode, every small allocation sampled,
+// with a guarded small object and a large one live and one of each freed
+// into the quarantine.
+func guardSetup(t *testing.T) (*invariants.Harness, int) {
+	t.Helper()
+	h, err := invariants.NewHarness(impl.Options{Reserve: 32 * spec.SuperblockSize,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 3}})
+	must(t, err)
+	t.Cleanup(func() { h.Close() })
+	id, err := h.NewCache()
+	must(t, err)
+	for _, n := range []int{100, 100, 150_000, 150_000} {
+		must(t, h.Alloc(id, n, 1))
+	}
+	live := h.Live()
+	must(t, h.Free(id, live[0]))
+	must(t, h.Free(id, live[2]))
+	if s := h.A.Snapshot(); len(s.Guard.Quarantine) != 2 || s.Stats.Guard.LiveObjects != 1 {
+		t.Fatalf("setup: %+v, %+v", s.Guard, s.Stats.Guard)
+	}
+	return h, id
+}
+
+// TestGuardCatchesQuarantineBroken (GUARD-FAULT): a quarantine past its
+// bounds, a quarantined superblock the quarantine does not list (or one it
+// lists that is not quarantined), a live object in quarantined memory, still
+// committed memory in quarantine, wrong guard statistics, a held group when
+// every allocation is sampled, and traces of guard mode when it is off.
+func TestGuardCatchesQuarantineBroken(t *testing.T) {
+	h, id := guardSetup(t)
+	check := func(s *impl.Snapshot) []*invariants.Violation { return invariants.Check(s, h.M) }
+	quarantined := func(s *impl.Snapshot) *impl.SuperblockState {
+		for i := range s.Superblocks {
+			if s.Superblocks[i].State == impl.SBQuarantine {
+				return &s.Superblocks[i]
+			}
+		}
+		t.Fatal("no quarantined superblock")
+		return nil
+	}
+	s := clean(t, h)
+	s.Guard.QuarantineObjects = 1
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	s.Guard.QuarantineBytes = s.SuperblockSize
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	s.Guard.Quarantine = s.Guard.Quarantine[1:]
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	quarantined(s).State = impl.SBPool
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	quarantined(s).Class = 3
+	expect(t, spec.RuleGuardFault, check(s))
+	if s = clean(t, h); s.Guard.Protects {
+		quarantined(s).Dirty = true
+		expect(t, spec.RuleGuardFault, check(s))
+	}
+	s = clean(t, h)
+	s.Stats.Guard.QuarantinedBytes += uint64(s.SuperblockSize)
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	s.Stats.Guard.LiveBytes--
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	s.Caches[0].Held = append(s.Caches[0].Held, impl.HeldGroup{Class: 0})
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h)
+	s.Guard = impl.GuardState{}
+	expect(t, spec.RuleGuardFault, check(s))
+	// A live object in a quarantined superblock: the model's, handed out
+	// there (the snapshot's own would be a NO-OVERLAP or REFINES matter).
+	s = clean(t, h)
+	q := s.Guard.Quarantine[0]
+	m := oracle.New(s.Base, s.Size)
+	if v := m.OpenCache(id); v != nil {
+		t.Fatal(v)
+	}
+	if v := m.Alloc(id, 8, 1, q.Addr, 8, 8, oracle.OK); v != nil {
+		t.Fatal(v)
+	}
+	expect(t, spec.RuleGuardFault, invariants.Check(s, m))
+}
+
+// TestGuardOOMCatchesQuarantineKept (OOM-REAL, GUARD-FAULT): running out of
+// memory with freed objects still in quarantine is giving up too early.
+func TestGuardOOMCatchesQuarantineKept(t *testing.T) {
+	h, id := guardSetup(t)
+	s := clean(t, h)
+	s.FreeRuns = nil
+	expect(t, spec.RuleOOMReal, invariants.CheckOOM(s, []int{id}, 100, 1))
+}
+
+// TestGuardExpectFree (GUARD-FAULT, FREE-DOUBLE, FREE-INVALID): the snapshot's
+// prediction of frees of guarded objects: the start of a live one frees it,
+// its interior is invalid, a quarantined one's start is a double free.
+func TestGuardExpectFree(t *testing.T) {
+	h, id := guardSetup(t)
+	s := clean(t, h)
+	var live, freed uintptr
+	for _, st := range s.Superblocks {
+		switch st.State {
+		case impl.SBGuard:
+			live = st.Addr
+		case impl.SBQuarantine:
+			if st.GuardSlot {
+				freed = st.Addr
+			}
+		}
+	}
+	for _, tc := range []struct {
+		addr uintptr
+		want oracle.Kind
+	}{{live, oracle.OK}, {live + 16, oracle.InvalidPointer}, {freed, oracle.DoubleFree}, {freed + 16, oracle.InvalidPointer}} {
+		if got := invariants.ExpectFree(s, id, tc.addr); got != tc.want {
+			t.Errorf("ExpectFree(%#x) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+}

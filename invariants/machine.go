@@ -27,6 +27,18 @@ func newMachine(t *rapid.T) *machine {
 		// Debug: every call through the slow paths, freed memory poisoned.
 		Debug: rapid.IntRange(0, 3).Draw(t, "debug") == 0,
 	}
+	// Guard mode in a third of the runs (GUARD-FAULT): every small allocation
+	// sampled, or some, or none; a quarantine of one object, a few, or the
+	// default (a quarter of the reservation), so that it fills, releases its
+	// oldest and yields to allocations that find no room.
+	if rapid.IntRange(0, 2).Draw(t, "guard") == 0 {
+		opt.Guard = impl.GuardOptions{
+			Enabled:           true,
+			SampleRate:        rapid.SampledFrom([]int{1, 1, 3, -1}).Draw(t, "sampleRate"),
+			QuarantineObjects: rapid.SampledFrom([]int{1, 3, 0}).Draw(t, "quarantineObjects"),
+			QuarantineBytes:   rapid.SampledFrom([]int{2 * spec.SuperblockSize, 0}).Draw(t, "quarantineBytes"),
+		}
+	}
 	h, err := NewHarness(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +216,12 @@ func (m *machine) flushAll(t *rapid.T) { m.must(t, m.h.FlushAll()) }
 
 func (m *machine) trim(t *rapid.T) { m.must(t, m.h.Trim()) }
 
+// touchFreed reads or writes a freed object in quarantine: it must fault, and
+// the report name it (GUARD-FAULT).
+func (m *machine) touchFreed(t *rapid.T) {
+	m.must(t, m.h.TouchQuarantined(rapid.IntRange(0, 1<<30).Draw(t, "pick"), rapid.Bool().Draw(t, "write")))
+}
+
 func (m *machine) closeCache(t *rapid.T) {
 	if ids := m.h.Caches(); len(ids) > 1 {
 		m.must(t, m.h.CloseCache(rapid.SampledFrom(ids).Draw(t, "closing")))
@@ -273,6 +291,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"freeTail":   m.freeTail,
 		"stats":      func(t *rapid.T) { m.must(t, m.h.Stats()) },
 		"leaks":      func(t *rapid.T) { m.must(t, m.h.Leaks()) },
+		"touchFreed": m.touchFreed,
 		"closeCache": m.closeCache,
 		"newCache":   m.newCache,
 		"useClosed":  m.useClosed,
@@ -287,7 +306,8 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 // of every size and alignment, sizes at every edge, Realloc in place and moving,
 // local and cross-cache frees, bad frees and Reallocs of every kind, frees at
 // superblock tails, flushes, Trim, Stats and Leaks, cache close and open, calls
-// on closed caches), with every superblock-cache way count, in a reservation
+// on closed caches, and in guard mode accesses to freed objects in quarantine),
+// with every superblock-cache way count, in a reservation
 // of 16 to 64 superblocks, so that superblocks are recycled across classes and
 // owners and the allocator runs out of memory; every invariant runs after every
 // step (the "" action). Then everything is freed (EMPTY) and the Allocator

@@ -36,10 +36,12 @@ func TestMain(m *testing.M) {
 
 // TestMachine checks STATS-LEAD, STATS-LAG, STATS-EXACT, CACHE-COHERENT,
 // NO-OVERLAP, ALIGN, ZEROED, INTEGRITY, CONSERVE, FREE-DOUBLE, FREE-INVALID,
-// EMPTY, REFINES, OOM-REAL, LARGE-EXACT and MEM-ACCOUNT after every step,
-// over the whole API: Alloc, AllocAligned, Realloc, Free, Flush and Close of
-// caches, and the Allocator's Alloc, Realloc, Free, Flush, Trim, Stats and
-// Leaks.
+// EMPTY, REFINES, OOM-REAL, LARGE-EXACT, MEM-ACCOUNT and, in a third of its
+// runs (guard mode), GUARD-FAULT after every step, over the whole API: Alloc,
+// AllocAligned, Realloc, Free, Flush and Close of caches, and the Allocator's
+// Alloc, Realloc, Free, Flush, Trim, Stats and Leaks; its touchFreed action
+// reads or writes a freed object in quarantine, which must fault and be
+// reported.
 func TestMachine(t *testing.T) {
 	rapid.Check(t, invariants.RunMachine)
 }

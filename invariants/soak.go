@@ -30,6 +30,10 @@ type SoakConfig struct {
 	// Debug runs the Allocator in debug mode (freed memory poisoned, checked on
 	// reuse): a write after free is reported, and none is made.
 	Debug bool
+	// Guard runs it in guard mode (GUARD-FAULT): freed guarded objects are
+	// inaccessible in quarantine; a driver that touched one would fault, and
+	// none does.
+	Guard impl.GuardOptions
 	// CheckEvery is the time between barriers, where every worker stops and a
 	// Snapshot is checked against the Model [100ms]; every FlushEvery-th barrier
 	// every cache flushes first and STATS-EXACT is checked too [4].
@@ -164,7 +168,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 			wafs.Unlock()
 		}
 	}
-	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, OnError: onError})
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, Guard: cfg.Guard, OnError: onError})
 	if err != nil {
 		return nil, err
 	}
@@ -547,8 +551,15 @@ func (r *SoakReport) String() string {
 		}
 		return 100 * float64(x) / float64(of)
 	}
-	fmt.Fprintf(&b, "refcheck: %d goroutines, %v, seed %d, reserve %d KiB, %d ways\n\n",
-		r.Config.Goroutines, r.Elapsed.Round(time.Millisecond), r.Config.Seed, r.Config.Reserve>>10, max(r.Config.Ways, 16))
+	mode := ""
+	if r.Config.Debug {
+		mode += ", debug mode"
+	}
+	if g := r.Config.Guard; g.Enabled {
+		mode += fmt.Sprintf(", guard mode (sample rate %d)", g.SampleRate)
+	}
+	fmt.Fprintf(&b, "refcheck: %d goroutines, %v, seed %d, reserve %d KiB, %d ways%s\n\n",
+		r.Config.Goroutines, r.Elapsed.Round(time.Millisecond), r.Config.Seed, r.Config.Reserve>>10, max(r.Config.Ways, 16), mode)
 	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| operations | %d (%.0f/s) |\n", r.Ops, float64(r.Ops)/r.Elapsed.Seconds())
 	fmt.Fprintf(&b, "| allocations / frees | %d / %d |\n", r.Allocs, r.Frees)

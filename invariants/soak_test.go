@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
 )
 
@@ -17,13 +18,21 @@ import (
 // and double frees race the reuse of their addresses, judged per address at
 // the barriers (FREE-DOUBLE); half the calls go through the Allocator's
 // methods, some from goroutines that come and go; Flush, Trim and Stats run
-// while others allocate; every way count, and debug mode in half the runs. Run
+// while others allocate; every way count, debug mode in half the runs, and
+// guard mode (GUARD-FAULT) in two: some small allocations sampled, or all. Run
 // it under -race and -tags refalloc_check.
 func TestStressOracle(t *testing.T) {
 	for _, tc := range []struct {
 		ways  int
 		debug bool
-	}{{1, false}, {8, true}, {16, false}, {32, true}} {
+		guard impl.GuardOptions
+	}{
+		{1, false, impl.GuardOptions{}},
+		{8, true, impl.GuardOptions{}},
+		{16, false, impl.GuardOptions{Enabled: true, SampleRate: 7, QuarantineObjects: 64}},
+		{32, true, impl.GuardOptions{}},
+		{16, true, impl.GuardOptions{Enabled: true, SampleRate: 1}},
+	} {
 		ways := tc.ways
 		rep, err := invariants.Soak(invariants.SoakConfig{
 			Goroutines: 8,
@@ -32,6 +41,7 @@ func TestStressOracle(t *testing.T) {
 			Reserve:    24 << 20,
 			Ways:       ways,
 			Debug:      tc.debug,
+			Guard:      tc.guard,
 			CheckEvery: 25 * time.Millisecond,
 			FlushEvery: 3,
 			Seed:       uint64(time.Now().UnixNano()),
@@ -39,8 +49,8 @@ func TestStressOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("ways %d debug %v: %d ops, %d remote frees, %d bad and stale frees, %d Allocator calls, %d OOM, %d reopens, %d checks, hit rate %.3f",
-			ways, tc.debug, rep.Ops, rep.RemoteFrees, rep.BadFrees, rep.FrontCalls, rep.OOMs, rep.Reopens, rep.Checks, rep.HitRate())
+		t.Logf("ways %d debug %v guard %+v: %d ops, %d remote frees, %d bad and stale frees, %d Allocator calls, %d OOM, %d reopens, %d checks, hit rate %.3f",
+			ways, tc.debug, tc.guard, rep.Ops, rep.RemoteFrees, rep.BadFrees, rep.FrontCalls, rep.OOMs, rep.Reopens, rep.Checks, rep.HitRate())
 		for _, v := range rep.Violations {
 			t.Errorf("%s: %s (seed %d, at %v)", v.Rule, v.Detail, v.Seed, v.At)
 		}

@@ -21,6 +21,9 @@
 // are checked by invariants.Harness, which reads and fills every object;
 // CONSERVE is about where objects sit inside the allocator, and MEM-ACCOUNT
 // about the memory under them, which the Model deliberately does not know.
+// Guard mode (GUARD-FAULT) changes nothing here: a guarded object is a live
+// object like any other, allocated and freed with the outcomes below, and
+// whether its memory faults after its free is invariants' to check.
 //
 // The size rules (which class, what capacity, what alignment, how many
 // superblocks) are restated in sizes.go from SPEC.md's words and the raw table,

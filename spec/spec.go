@@ -55,6 +55,7 @@ const (
 	RuleMemAccount    = "MEM-ACCOUNT"
 	RuleDebugPoison   = "DEBUG-POISON"
 	RuleLifecycle     = "LIFECYCLE"
+	RuleGuardFault    = "GUARD-FAULT"
 )
 
 // sizeToClass8[(n+7)/8] is the smallest class holding n bytes, n <= MaxSmall.

@@ -7,6 +7,7 @@
 //
 //	go run ./cmd/refcheck                       # 30 s, 4×GOMAXPROCS goroutines
 //	go run ./cmd/refcheck -duration 10m -seed 42 -reserve 64MiB
+//	go run ./cmd/refcheck -guard 10                 # guard mode, 1 small allocation in 10 guarded
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
 )
 
@@ -29,6 +31,7 @@ func main() {
 	ways := flag.Int("ways", 16, "superblock-cache ways: 1, 8, 16 or 32")
 	every := flag.Duration("check-every", 100*time.Millisecond, "time between invariant checks")
 	debug := flag.Bool("debug", false, "debug mode: freed memory poisoned, writes after free reported (none is made)")
+	guard := flag.Int("guard", 0, "guard mode, sampling one small allocation in this many (0: off; -1: large objects only)")
 	flag.Parse()
 
 	cfg := invariants.SoakConfig{
@@ -38,6 +41,9 @@ func main() {
 			fmt.Printf("refcheck %6.1fs  ops %10d  frees %9d (%4.1f%% remote)  oom %7d  live %6d  checks %5d  violations %d\n",
 				p.Elapsed.Seconds(), p.Ops, p.Frees, 100*float64(p.RemoteFrees)/float64(max(p.Frees, 1)), p.OOMs, p.Live, p.Checks, p.Violations)
 		},
+	}
+	if *guard != 0 {
+		cfg.Guard = impl.GuardOptions{Enabled: true, SampleRate: *guard}
 	}
 	if *reserve != "" {
 		n, err := parseSize(*reserve)

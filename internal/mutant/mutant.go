@@ -81,4 +81,6 @@ var All = []Mutant{
 	{"largegrowdirty", "ZEROED", "Cache.Realloc", "a large object growing in place does not clear the superblocks it takes"},
 	{"largeshrinkkeep", "MEM-ACCOUNT", "Cache.Realloc", "a large object shrinking in place keeps its superblocks past n's"},
 	{"largegrowtaken", "NO-OVERLAP", "Cache.Realloc", "a large object grows in place over a run that does not begin right after it"},
+	{"guardnoprotect", "GUARD-FAULT", "Options.Guard", "a freed guarded object is quarantined without being made inaccessible"},
+	{"quarantineunbounded", "GUARD-FAULT", "Options.Guard", "the quarantine releases nothing when its bounds are exceeded"},
 }

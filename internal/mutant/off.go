@@ -62,6 +62,8 @@ const (
 	LargeGrowDirty      = false
 	LargeShrinkKeep     = false
 	LargeGrowTaken      = false
+	GuardNoProtect      = false
+	QuarantineUnbounded = false
 )
 
 func Drop() bool { return false }

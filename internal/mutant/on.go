@@ -79,6 +79,8 @@ var (
 	LargeGrowDirty      = on("largegrowdirty")
 	LargeShrinkKeep     = on("largeshrinkkeep")
 	LargeGrowTaken      = on("largegrowtaken")
+	GuardNoProtect      = on("guardnoprotect")
+	QuarantineUnbounded = on("quarantineunbounded")
 )
 
 var remoteFrees atomic.Uint64

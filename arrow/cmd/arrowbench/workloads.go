@@ -204,6 +204,15 @@ var allocKinds = []allocKind{
 	// Retain is what a program that keeps reusing big buffers would tune:
 	// the default (32 MiB) gives freed large runs back to the OS sooner.
 	{"refalloc-retain256M", func() (allocator, error) { return newRefalloc(impl.Options{Retain: 256 << 20}) }},
+	// Guard mode (GUARD-FAULT): every large buffer and one small one in 1000
+	// (the default rate) made inaccessible when released; then every one, as
+	// in a test that catches reads after Release.
+	{"refalloc-guard", func() (allocator, error) {
+		return newRefalloc(impl.Options{Guard: impl.GuardOptions{Enabled: true}})
+	}},
+	{"refalloc-guard-all", func() (allocator, error) {
+		return newRefalloc(impl.Options{Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
+	}},
 }
 
 func newRefalloc(opt impl.Options) (allocator, error) {
