@@ -742,7 +742,8 @@ func TestLocalDoubleFreeOfHeldObject(t *testing.T) {
 		p := alloc(t, h, c, size) // refill: p handed out, the rest of its group held
 		before := h.A.Stats().DoubleFrees
 		for k := uintptr(1); k <= 3; k++ {
-			must(t, h.FreeSlice(c, unsafe.Slice((*byte)(unsafe.Pointer(p+k*uintptr(size))), size)))
+			held := unsafe.Add(unsafe.Pointer(&h.Object(p)[0]), k*uintptr(size))
+			must(t, h.FreeSlice(c, unsafe.Slice((*byte)(held), size)))
 			if !errors.Is(h.LastErr, impl.ErrDoubleFree) {
 				t.Fatalf("size %d: free of held object %d returned %v, want ErrDoubleFree", size, k, h.LastErr)
 			}
