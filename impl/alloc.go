@@ -117,16 +117,17 @@ type sbChunk [chunkLen]superblock
 // safe for concurrent use; a Cache is not.
 type Allocator struct {
 	// read-only after New, read on every fast path
-	base   uintptr
-	start  unsafe.Pointer
-	size   uintptr // reservation bytes
-	closed atomic.Bool
-	ways   int
-	debug  bool
-	opt    Options
-	be     backend
-	nsb    uint32
-	top    []atomic.Pointer[sbChunk]
+	base    uintptr
+	start   unsafe.Pointer
+	size    uintptr // reservation bytes
+	closed  atomic.Bool
+	ways    int
+	wayMask uintptr // ways-1, as in every Cache
+	debug   bool
+	opt     Options
+	be      backend
+	nsb     uint32
+	top     []atomic.Pointer[sbChunk]
 
 	// central state, under mu
 	mu      sync.Mutex
@@ -192,18 +193,19 @@ func New(opt Options) (*Allocator, error) {
 		retain = 0
 	}
 	a := &Allocator{
-		base:   uintptr(p),
-		start:  p,
-		size:   uintptr(reserve),
-		ways:   ways,
-		debug:  opt.Debug,
-		opt:    opt,
-		be:     be,
-		nsb:    nsb,
-		top:    make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
-		runs:   []run{{0, nsb}},
-		caches: map[*Cache]struct{}{},
-		retain: retain >> spec.SuperblockShift,
+		base:    uintptr(p),
+		start:   p,
+		size:    uintptr(reserve),
+		ways:    ways,
+		wayMask: uintptr(ways - 1),
+		debug:   opt.Debug,
+		opt:     opt,
+		be:      be,
+		nsb:     nsb,
+		top:     make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
+		runs:    []run{{0, nsb}},
+		caches:  map[*Cache]struct{}{},
+		retain:  retain >> spec.SuperblockShift,
 	}
 	a.front.init(a)
 	return a, nil

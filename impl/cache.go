@@ -23,10 +23,13 @@ type Cache struct {
 	front   bool   // one of the Allocator's own caches (front.go)
 	misses  uint32 // superblock-cache misses not yet added to ev.sbcFills
 	id      int
+	// busy is a per-P cache's token (front_pinned.go): free, or held by the
+	// one call that may use the cache outside its P's pinned fast path.
+	busy atomic.Uint32
 	// The superblock cache's entries are lines: sbc starts at offset 56
 	// because the Go heap puts an 8-byte header before a pointerful object of
 	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
-	_ [12]byte
+	_ [8]byte
 
 	sbc   [maxWays]sbEntry // the superblock cache (sbcache.go)
 	cls   [clsSlots]classCache
@@ -90,7 +93,14 @@ func (a *Allocator) NewCache() (*Cache, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	c := &Cache{a: a, base: a.base, wayMask: uintptr(a.ways - 1)}
+	c := new(Cache)
+	a.initCache(c)
+	return c, nil
+}
+
+// initCache makes c, a zero Cache, an open cache of a.
+func (a *Allocator) initCache(c *Cache) {
+	*c = Cache{a: a, base: a.base, wayMask: uintptr(a.ways - 1)}
 	for i := range c.sbc {
 		c.sbc[i].key = noKey
 	}
@@ -99,7 +109,6 @@ func (a *Allocator) NewCache() (*Cache, error) {
 	a.nextID++
 	a.caches[c] = struct{}{}
 	a.regMu.Unlock()
-	return c, nil
 }
 
 // Alloc returns n bytes: len n, cap the class's usable size, zeroed over the whole
@@ -113,8 +122,8 @@ func (c *Cache) Alloc(n int) ([]byte, error) {
 	// is the fast path.
 	k := spec.SizeToClass(n)
 	cc := &c.cls[k&(clsSlots-1)]
-	b := cc.bits
-	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
+	b := cc.next()
+	if b == 0 {
 		return c.allocSlow(n, k)
 	}
 	return cc.pop(b, n), nil
@@ -139,12 +148,22 @@ func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 // a closed cache or allocator always takes allocSlow, which says ErrClosed.
 func (c *Cache) allocClass(n, k int) ([]byte, error) {
 	cc := &c.cls[k&(clsSlots-1)]
-	b := cc.bits
-	// FREE-DOUBLE: never hand out an object with a remote free pending on it.
-	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
+	b := cc.next()
+	if b == 0 {
 		return c.allocSlow(n, k)
 	}
 	return cc.pop(b, n), nil
+}
+
+// next returns the held group if its lowest object can be handed out, 0 if
+// the group is empty or a remote free is pending on that object (FREE-DOUBLE:
+// never hand out an object with a remote free pending on it).
+func (cc *classCache) next() uint32 {
+	b := cc.bits
+	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
+		return 0
+	}
+	return b
 }
 
 // pop hands out the lowest held object, b being cc.bits.
@@ -243,6 +262,9 @@ func (c *Cache) free(off uintptr) error {
 	i := off >> spec.SuperblockShift
 	e := c.way(i)
 	if e.key != i<<1|1 {
+		if e.key == i<<1 && e.sb.owner.Load() != nil {
+			return c.freeRemote(e, off) // a hit on another cache's superblock
+		}
 		return c.freeMiss(off)
 	}
 	if checks {
@@ -262,6 +284,33 @@ func (c *Cache) free(off uintptr) error {
 		c.publishLocal(sb)
 	}
 	return nil
+}
+
+// freeLocal is free's fast path alone, for the front's pinned path
+// (front_pinned.go), which must not block: it frees and reports true when the
+// free is a hit on an owned superblock at the start of a live slot with no
+// publication due, and otherwise reports false having changed nothing (the
+// caller then calls free, unpinned). Same checks as free, same rules.
+func (c *Cache) freeLocal(off uintptr) bool {
+	i := off >> spec.SuperblockShift
+	e := c.way(i)
+	if e.key != i<<1|1 {
+		return false
+	}
+	if checks {
+		c.checkHit(e)
+	}
+	rel := uint32(off) & (spec.SuperblockSize - 1)
+	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
+	g, m := idx>>5, uint32(1)<<(idx&31)
+	sb := e.sb
+	if idx*e.size != rel || idx >= e.nobj || sb.localFreed+1 >= sb.limit || // FREE-INVALID, STATS-LAG
+		!mutant.NoDoubleFreeCheck && c.notLive(e, g, m) { // FREE-DOUBLE
+		return false
+	}
+	sb.free[g] |= m
+	sb.localFreed++
+	return true
 }
 
 // notLive reports whether object (g, m) of e's superblock is free in it, has a
