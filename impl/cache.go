@@ -26,10 +26,13 @@ type Cache struct {
 	// busy is a per-P cache's token (front_pinned.go): free, or held by the
 	// one call that may use the cache outside its P's pinned fast path.
 	busy atomic.Uint32
+	// users counts the calls using a front cache, under -tags refalloc_check
+	// and in refalloc_yield builds (FRONT-EXCLUSIVE: enter, exit).
+	users atomic.Int32
 	// The superblock cache's entries are lines: sbc starts at offset 56
 	// because the Go heap puts an 8-byte header before a pointerful object of
 	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
-	_ [8]byte
+	_ [4]byte
 
 	sbc   [maxWays]sbEntry // the superblock cache (sbcache.go)
 	cls   [clsSlots]classCache

@@ -4,10 +4,14 @@
 package impl
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/refalloc/refalloc/internal/mutant"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // The front serves the Allocator's own methods from internal caches, in two
@@ -117,9 +121,43 @@ func (a *Allocator) Flush() {
 	a.front.procs.flush()
 	for i := range a.front.shards {
 		s := &a.front.shards[i]
-		lockMu(&s.mu)
-		s.c.Flush()
-		s.mu.Unlock()
+		func() {
+			lockMu(&s.mu)
+			defer s.mu.Unlock()
+			s.c.enter() // FRONT-EXCLUSIVE
+			defer s.c.exit()
+			s.c.Flush()
+		}()
+	}
+}
+
+// enter and exit bracket every use of a front cache by a call
+// (FRONT-EXCLUSIVE). Under -tags refalloc_check, and in the explorer's
+// refalloc_yield builds, a second call entering a cache that a call is using
+// panics, naming the rule; other builds compile them out.
+func (c *Cache) enter() {
+	if !c.tryEnter() {
+		panic(c.overlap())
+	}
+}
+
+// tryEnter is enter reporting the overlap instead of panicking, for a caller
+// that is pinned (a pinned goroutine must not panic: it would be fatal).
+func (c *Cache) tryEnter() bool {
+	if (checks || yieldPoints) && c.users.Add(1) != 1 {
+		c.users.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (c *Cache) overlap() string {
+	return fmt.Sprintf("refalloc: %s: two calls use front cache %d at once", spec.RuleFrontExclusive, c.id)
+}
+
+func (c *Cache) exit() {
+	if checks || yieldPoints {
+		c.users.Add(-1)
 	}
 }
 
@@ -136,9 +174,13 @@ func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	return c.AllocAligned(n, align)
 }
 
-func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) error {
+func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) (err error) {
 	c, s := a.front.acquire(p, c)
-	defer a.front.release(c, s)
+	defer func() {
+		if err == nil || !mutant.TokenLeak {
+			a.front.release(c, s)
+		}
+	}()
 	return c.free(off)
 }
 
@@ -152,6 +194,7 @@ func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 
 // release ends the use of c that acquire began.
 func (f *front) release(c *Cache, s *shard) {
+	c.exit()
 	if s != nil {
 		s.mu.Unlock()
 		return

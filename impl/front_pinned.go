@@ -55,9 +55,9 @@ var _ = [1]struct{}{}[unsafe.Sizeof(procSlot{})%64]
 
 func (pc *procCaches) init(a *Allocator) {
 	n := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
-	// At least 32 KiB, so that the Go heap gives the slots pages of their own.
-	n = max(n, (32<<10)/int(unsafe.Sizeof(procSlot{}))+1)
-	pc.slots = make([]procSlot, n)
+	// Room for at least 32 KiB, so that the Go heap gives the slots pages of
+	// their own (a large object starts at a page).
+	pc.slots = make([]procSlot, n, max(n, (32<<10)/int(unsafe.Sizeof(procSlot{}))+1))
 	for i := range pc.slots {
 		a.initCache(&pc.slots[i].c)
 		pc.slots[i].c.front = true
@@ -111,18 +111,25 @@ func (pc *procCaches) pinned(p int) *Cache {
 		return nil
 	}
 	c := &pc.slots[i].c
-	if pinSync || yieldPoints && p >= schedSlot {
+	switch {
+	case mutant.FrontNoToken:
+	case pinSync || yieldPoints && p >= schedSlot:
 		if !c.busy.CompareAndSwap(tokenFree, tokenP) {
 			return nil
 		}
-	} else if c.busy.Load() != tokenFree {
+	case c.busy.Load() != tokenFree:
 		return nil
+	}
+	if !c.tryEnter() { // FRONT-EXCLUSIVE
+		unpinP(p)
+		panic(c.overlap())
 	}
 	return c
 }
 
 // unpin ends a fast path on c, which pinned(p) returned.
 func unpin(p int, c *Cache) {
+	c.exit()
 	if pinSync || yieldPoints && p >= schedSlot {
 		c.busy.Store(tokenFree)
 	}
@@ -138,8 +145,12 @@ func (f *front) acquire(p int, c *Cache) (*Cache, *shard) {
 		unpinP(p)
 		return c, nil
 	}
+	if c != nil {
+		c.exit()
+	}
 	unpinP(p)
 	s := f.lock()
+	s.c.enter()
 	return s.c, s
 }
 
@@ -165,14 +176,15 @@ func (pc *procCaches) flush() {
 		}
 		held = append(held, c)
 	}
-	if len(held) == 0 {
-		return
-	}
-	if !pinSync {
+	if !pinSync && !mutant.FlushNoWait {
 		waitUnpinned()
 	}
 	for _, c := range held {
-		c.Flush()
+		func() {
+			c.enter() // FRONT-EXCLUSIVE
+			defer c.exit()
+			c.Flush()
+		}()
 	}
 }
 
@@ -233,7 +245,10 @@ func (a *Allocator) Free(b []byte) error {
 		e := &c.sbc[i&a.wayMask&(maxWays-1)] // c.way(i)
 		if e.key == i<<1|1 {
 			if checks {
-				c.checkHit(e)
+				if msg := c.hitMismatch(e); msg != "" {
+					unpinP(p)
+					panic(msg)
+				}
 			}
 			rel := uint32(off) & (spec.SuperblockSize - 1)
 			idx := uint32(uint64(rel) * uint64(e.magic) >> 32)

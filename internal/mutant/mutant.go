@@ -39,4 +39,7 @@ var All = []Mutant{
 	{"poisonbeforetag", "DEBUG-POISON", "Options.Debug", "a remote free in debug mode poisons the object before its tagged CAS"},
 	{"oomnoflush", "OOM-REAL", "Cache.Alloc", "a small refill gives up without giving back what the cache holds"},
 	{"largeoomnoflush", "OOM-REAL", "Cache.Alloc", "a large allocation gives up without giving back what the cache holds"},
+	{"frontnotoken", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the front's fast path uses a P's cache whose token another call holds"},
+	{"tokenleak", "FRONT-EXCLUSIVE", "Allocator.Free", "a free through the front that fails keeps its P cache's token"},
+	{"flushnowait", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush takes the per-P caches without waiting out the fast paths in flight"},
 }

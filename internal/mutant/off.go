@@ -20,6 +20,9 @@ const (
 	PoisonBeforeTag   = false
 	OOMNoFlush        = false
 	LargeOOMNoFlush   = false
+	FrontNoToken      = false
+	TokenLeak         = false
+	FlushNoWait       = false
 )
 
 func Drop() bool { return false }

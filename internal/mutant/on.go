@@ -37,6 +37,9 @@ var (
 	PoisonBeforeTag   = on("poisonbeforetag")
 	OOMNoFlush        = on("oomnoflush")
 	LargeOOMNoFlush   = on("largeoomnoflush")
+	FrontNoToken      = on("frontnotoken")
+	TokenLeak         = on("tokenleak")
+	FlushNoWait       = on("flushnowait")
 )
 
 var remoteFrees atomic.Uint64
