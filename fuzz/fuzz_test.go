@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// BadDoubleKind is the align of an OpRealloc (flags mode 3) or OpFreeBad of a
+// freed object.
+const BadDoubleKind = invariants.BadDouble
+
 func cmd(op Op, cache uint8, size uint16, align uint8, victim uint16, flags uint8) Cmd {
 	return Cmd{Op: op, Cache: cache, Size: size, Align: align, Victim: victim, Flags: flags}
 }
@@ -61,6 +65,25 @@ func seedPrograms() []Program {
 		all = append(all, cmd(OpAlloc, 0, 300, 0, 0, 0), cmd(op, 1, uint16(op)*911, uint8(op), uint16(op), uint8(op)))
 	}
 	ps = append(ps, Program{Header: 5, Cmds: all})
+	// Realloc of every kind, on every way count: each object at its edges,
+	// on its owner, another cache and the Allocator, and back again; stale
+	// slices in their own class; the Allocator's methods; tails; edge sizes.
+	var api []Cmd
+	for i := range 48 {
+		api = append(api,
+			cmd(OpAlloc, uint8(i%4), uint16(i*613), 0, 0, uint8(i%4)),
+			cmd(OpRealloc, uint8(i+1), uint16(i), uint8(i), uint16(i), uint8(i%4<<2|16|(i%2)<<5)),
+			cmd(OpAllocEdge, uint8(i), uint16(i*7), uint8(i), 0, uint8(i%2)<<2),
+			cmd(OpFreeTail, uint8(i), 0, uint8(i), uint16(i*3), 0),
+			cmd(OpAllocator, 0, 0, uint8(i), 0, 0))
+		if i%6 == 5 {
+			api = append(api, cmd(OpFreeLocal, 0, 0, 0, uint16(i), 0), cmd(OpRealloc, uint8(i), uint16(i), uint8(BadDoubleKind), uint16(i), 3<<2|16))
+		}
+	}
+	for _, ways := range []uint8{0x00, 0x10, 0x20, 0x30} {
+		ps = append(ps, Program{Header: ways | 1, Cmds: api})
+	}
+	ps = append(ps, Program{Header: 0x18, Cmds: api}) // 8 ways, debug
 	ps = append(ps, Program{Header: 2, Cmds: []Cmd{
 		cmd(OpAlloc, 0, 40000, 0, 0, 3), cmd(OpAllocAligned, 1, 100, 16, 0, 0), cmd(OpCloseCache, 0, 0, 0, 0, 0),
 		cmd(OpFreeCross, 1, 0, 0, 0, 0), cmd(OpUseClosed, 0, 8, 0, 0, 0), cmd(OpFreeLocal, 0, 0, 0, 1, 0),
@@ -238,7 +261,7 @@ func FuzzBadFree(f *testing.F) {
 		}
 		if h.LastErr != nil {
 			after := h.A.Snapshot()
-			ignore := cmpopts.IgnoreFields(impl.Snapshot{}, "Stats")
+			ignore := cmpopts.IgnoreFields(impl.Snapshot{}, "Stats", "Now")
 			// The bad-free counters count it (and a superblock-cache miss,
 			// if it missed); an entry filled on the way is a cache, not state.
 			ignoreCache := cmpopts.IgnoreFields(impl.CacheState{}, "CacheCounters", "Entries")

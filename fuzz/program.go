@@ -1,13 +1,13 @@
 // Package fuzz holds refalloc's native Go fuzz targets and the program format
 // they decode bytes into.
 //
-// A program is a header byte (the reservation size and the superblock-cache
-// ways) followed by fixed-size commands of CmdSize bytes: op (its low four
-// bits), cache, size (two bytes), align, victim (two bytes), flags. Unknown
-// opcodes (11 to 15) are skipped and
-// trailing bytes ignored, the shape of Go's own map fuzz test, so that every
-// input is a valid program and the fuzzer is never boxed in. Encode and Decode
-// are inverse on programs of known opcodes (TestProgramRoundTrip).
+// A program is a header byte (the reservation size, the superblock-cache ways,
+// debug mode) followed by fixed-size commands of CmdSize bytes: op (its low
+// four bits), cache, size (two bytes), align, victim (two bytes), flags.
+// Unknown opcodes (15) are skipped and trailing bytes ignored, the shape of
+// Go's own map fuzz test, so that every input is a valid program and the fuzzer
+// is never boxed in. Encode and Decode are inverse on programs of known opcodes
+// (TestProgramRoundTrip).
 package fuzz
 
 import (
@@ -40,10 +40,15 @@ const (
 	OpNewCache               // open a cache
 	OpAllocBad               // negative, too large, or badly aligned
 	OpUseClosed              // call a closed cache
+	OpRealloc                // Realloc: of whom and to what, by flags (reallocCmd)
+	OpFreeTail               // free at a live object's superblock tail (align bit 0: the last object's last byte)
+	OpAllocator              // the Allocator's methods, by align%4: Stats, Leaks, Trim, Flush
+	OpAllocEdge              // Alloc (flags bit 2: AllocAligned) of an edge size (invariants.EdgeSizes)
 	NumOps
 )
 
-var opNames = [...]string{"alloc", "allocAligned", "freeLocal", "freeCross", "freeBad", "flush", "flushAll", "closeCache", "newCache", "allocBad", "useClosed"}
+var opNames = [...]string{"alloc", "allocAligned", "freeLocal", "freeCross", "freeBad", "flush", "flushAll", "closeCache", "newCache", "allocBad", "useClosed",
+	"realloc", "freeTail", "allocator", "allocEdge"}
 
 func (o Op) String() string {
 	if o < NumOps {
@@ -64,7 +69,10 @@ type Cmd struct {
 
 // Program is a header and commands.
 type Program struct {
-	Header uint8 // bits 0-1: reservation of 16<<n superblocks; bit 2: one way; bit 3: debug mode
+	// Header: bits 0-1: a reservation of 16<<n superblocks; bits 4-5: 16, 8,
+	// 32 or 1 superblock-cache ways; bit 2: one way whatever bits 4-5 say (as
+	// before they said anything); bit 3: debug mode.
+	Header uint8
 	Cmds   []Cmd
 }
 
@@ -110,7 +118,7 @@ func Encode(p Program) []byte {
 
 // Options is the allocator configuration a header selects.
 func (p Program) Options() impl.Options {
-	ways := 16
+	ways := [4]int{16, 8, 32, 1}[p.Header>>4&3]
 	if p.Header&4 != 0 {
 		ways = 1
 	}
@@ -224,8 +232,71 @@ func step(h *invariants.Harness, c Cmd) error {
 			return h.Alloc(cid, c.size(), 1)
 		}
 		return h.Free(cid, live[int(c.Victim)%len(live)])
+	case OpRealloc:
+		return reallocCmd(h, c, id, live)
+	case OpFreeTail:
+		if len(live) == 0 {
+			return nil
+		}
+		return h.FreeTail(id, live[int(c.Victim)%len(live)], c.Align&1 != 0)
+	case OpAllocator:
+		switch c.Align % 4 {
+		case 0:
+			return h.Stats()
+		case 1:
+			return h.Leaks()
+		case 2:
+			return h.Trim()
+		}
+		return h.Flush(invariants.Front)
+	case OpAllocEdge:
+		edges := invariants.EdgeSizes(int(h.M.Size()))
+		align := 1
+		if c.Flags&4 != 0 {
+			align = 1 << (c.Align % (spec.SuperblockShift + 1))
+		}
+		return h.Alloc(id, edges[int(c.Size)%len(edges)], align)
 	}
 	return nil
+}
+
+// reallocCmd: flags bits 2-3 say whose object and who resizes it: a live one
+// on its owner, on the command's cache (often another: it moves) or on the
+// Allocator, or (3) a slice that is not a live object, of bad kind
+// align%NumBad (a freed object, an interior or foreign pointer; nil is
+// Alloc). Flags bit 4: the new size is one of the object's edges
+// (invariants.ReallocSizes), picked by size; else the command's size. Flags
+// bit 5: resize the result back to the object's old size, so that an object
+// shrinks and grows back (in place, when its class or pages allow).
+func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
+	mode := c.Flags >> 2 & 3
+	if mode == 3 || len(live) == 0 {
+		return h.ReallocBad(id, int(c.Align)%invariants.NumBad, int(c.Victim), func(capacity int) int {
+			if c.Flags&16 != 0 && capacity > 0 {
+				return capacity - int(c.Size)%2 // the stale object's own class
+			}
+			return c.size()
+		})
+	}
+	a := live[int(c.Victim)%len(live)]
+	switch mode {
+	case 0:
+		if id = h.Owner(a); h.Cache(id) == nil {
+			id = invariants.Front
+		}
+	case 2:
+		id = invariants.Front
+	}
+	o, _ := h.M.LiveAt(a)
+	n := c.size()
+	if c.Flags&16 != 0 {
+		edges := invariants.ReallocSizes(o)
+		n = edges[int(c.Size)%len(edges)]
+	}
+	if err := h.Realloc(id, a, n); err != nil || h.LastErr != nil || c.Flags&32 == 0 {
+		return err
+	}
+	return h.Realloc(id, h.LastAddr, o.Size)
 }
 
 func closedIDs(h *invariants.Harness) []int {

@@ -103,8 +103,10 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -132,9 +134,16 @@ type Options struct {
 	// costs nothing: the fast paths do not test for it.
 	Debug bool
 	// Retain is how many bytes of empty superblocks (and freed large runs) the
-	// pool keeps committed, ready for reuse, before it returns memory to the OS
-	// (madvise). 0 means 32 MiB; a negative value returns memory at once.
+	// pool keeps committed, ready for reuse, for good. 0 means 32 MiB; a
+	// negative value keeps none.
 	Retain int
+	// Decay is how long what the pool holds past Retain stays committed before
+	// it goes back to the OS (madvise): a workload that frees and allocates
+	// again within it does not fault its pages in anew every time (as
+	// jemalloc's dirty decay and mimalloc's purge delay do). 0 means 1 s; a
+	// negative value returns it at once. A timer returns it when nothing else
+	// happens (MEM-ACCOUNT).
+	Decay time.Duration
 }
 
 // publishBatch bounds the unpublished local frees of one superblock (STATS-LAG).
@@ -172,7 +181,10 @@ type Allocator struct {
 	orphans [spec.NumClasses]*superblock // orphaned superblocks by class
 	large   LargeStats
 	counts  sbCounts
-	retain  int // superblocks the pool keeps committed (Options.Retain)
+	retain  int         // superblocks the pool keeps committed (Options.Retain)
+	decay   int64       // ns past-Retain superblocks stay committed (Options.Decay)
+	timer   *time.Timer // returns them when their time is up, nil when none waits
+	now     func() int64
 	// orphanNotify is the notification stack of orphaned superblocks; drained
 	// under mu.
 	orphanNotify atomic.Pointer[superblock]
@@ -229,6 +241,13 @@ func New(opt Options) (*Allocator, error) {
 	case retain < 0:
 		retain = 0
 	}
+	decay := opt.Decay
+	switch {
+	case decay == 0:
+		decay = time.Second
+	case decay < 0:
+		decay = 0
+	}
 	a := &Allocator{
 		base:    uintptr(p),
 		start:   p,
@@ -243,6 +262,8 @@ func New(opt Options) (*Allocator, error) {
 		runs:    []run{{0, nsb}},
 		caches:  map[*Cache]struct{}{},
 		retain:  retain >> spec.SuperblockShift,
+		decay:   int64(decay),
+		now:     func() int64 { return time.Now().UnixNano() },
 	}
 	a.front.init(a)
 	return a, nil
@@ -281,7 +302,7 @@ func (a *Allocator) sbAddr(sb *superblock) unsafe.Pointer {
 // Under a.mu.
 func (a *Allocator) takeRun(n uint32) (uint32, bool) {
 	for i, r := range a.runs {
-		if r.n < n {
+		if r.n < n || mutant.SkipExactRun && r.n == n {
 			continue
 		}
 		if r.n == n {
@@ -315,7 +336,7 @@ func (a *Allocator) putRun(start, n uint32) {
 		}
 		return
 	}
-	if i < len(a.runs) && start+n == a.runs[i].start {
+	if i < len(a.runs) && start+n == a.runs[i].start && !mutant.NoCoalesce {
 		a.runs[i].start = start
 		a.runs[i].n += n
 		return
@@ -364,7 +385,11 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	for g := range rs.w {
 		for {
 			w := rs.w[g].Load()
-			if rs.w[g].CompareAndSwap(w, uint64(tag)<<32) {
+			stamp := tag
+			if mutant.StampSameGen {
+				stamp = gen
+			}
+			if rs.w[g].CompareAndSwap(w, uint64(stamp)<<32) {
 				for p := uint32(w); p != 0; p &= p - 1 {
 					a.lateDouble(c, sb, int(k), g*32+bits.TrailingZeros32(p))
 				}
@@ -386,7 +411,7 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	sb.list = listNone
 	a.counts.small--
 	a.putRun(sb.idx, 1)
-	a.pooled(1)
+	a.pooled(sb.idx, 1)
 }
 
 // takeDirty accounts for a superblock leaving the pool: it will be used, so it
@@ -399,27 +424,52 @@ func (a *Allocator) takeDirty(sb *superblock) {
 	}
 }
 
-// pooled accounts for n used (dirty) superblocks entering the pool, and returns
-// memory to the OS when the pool holds more than Options.Retain: down to half of
-// it, so that a workload oscillating around the limit does not madvise on every
-// release. Under a.mu.
-func (a *Allocator) pooled(n int) {
-	a.counts.dirtyPooled += n
-	if a.counts.dirtyPooled > a.retain {
-		a.decommitPool(a.retain / 2)
+// pooled accounts for the used (dirty) superblocks [start, start+n) entering
+// the pool. Past Options.Retain the pool decays (MEM-ACCOUNT): superblocks
+// that have been pooled for Options.Decay go back to the OS, down to half of
+// Retain, so that a workload oscillating around the limit does not madvise on
+// every release; younger ones wait for the timer. Under a.mu.
+func (a *Allocator) pooled(start, n uint32) {
+	now := a.now()
+	for i := start; i < start+n; i++ {
+		a.lookup(uintptr(i)).pooledAt = now
+	}
+	a.counts.dirtyPooled += int(n)
+	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
+		a.decayPool(now)
 	}
 }
 
-// decommitPool gives dirty pooled superblocks back to the OS, highest address
-// first (allocation takes the lowest first), until at most keep remain.
-// Contiguous ones go in one madvise. Under a.mu.
-func (a *Allocator) decommitPool(keep int) error {
+// decayPool returns what has waited for Options.Decay past Retain, and arms
+// the timer for the rest. Under a.mu.
+func (a *Allocator) decayPool(now int64) {
+	a.decommitPool(a.retain/2, now-a.decay)
+	if a.counts.dirtyPooled > a.retain && a.timer == nil && !a.closed.Load() {
+		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)
+	}
+}
+
+// decayLater is the timer's: the pool decays without waiting for a release.
+func (a *Allocator) decayLater() {
+	a.lock()
+	defer a.mu.Unlock()
+	a.timer = nil
+	if !a.closed.Load() && a.counts.dirtyPooled > a.retain {
+		a.decayPool(a.now())
+	}
+}
+
+// decommitPool gives dirty pooled superblocks pooled at or before the time
+// before back to the OS, highest address first (allocation takes the lowest
+// first), until at most keep remain. Contiguous ones go in one madvise.
+// Under a.mu.
+func (a *Allocator) decommitPool(keep int, before int64) error {
 	for r := len(a.runs) - 1; r >= 0 && a.counts.dirtyPooled > keep; r-- {
 		// Walk the run down from its top, gathering a dirty stretch [lo, hi).
 		run := a.runs[r]
 		lo, hi := run.start+run.n, run.start+run.n
 		for lo > run.start && a.counts.dirtyPooled-int(hi-lo) > keep {
-			if sb := a.lookup(uintptr(lo - 1)); sb != nil && sb.dirty {
+			if sb := a.lookup(uintptr(lo - 1)); sb != nil && sb.dirty && (sb.pooledAt <= before || mutant.NoDecay) {
 				lo--
 				continue
 			}
@@ -451,7 +501,9 @@ func (a *Allocator) decommit(lo, hi uint32) error {
 	}
 	n := int(hi - lo)
 	a.counts.dirtyPooled -= n
-	a.counts.committed -= n
+	if !mutant.DecommitCount {
+		a.counts.committed -= n
+	}
 	return nil
 }
 
@@ -465,7 +517,10 @@ func (a *Allocator) Trim() error {
 	a.Flush()
 	a.lock()
 	defer a.mu.Unlock()
-	return a.decommitPool(0)
+	if mutant.TrimNoop {
+		return nil
+	}
+	return a.decommitPool(0, 1<<63-1)
 }
 
 // lateDouble records a double free found after the call that made it returned
@@ -527,7 +582,9 @@ func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
 			continue
 		}
 		a.unlinkOrphan(sb)
-		a.counts.orphaned--
+		if !mutant.OrphanCount {
+			a.counts.orphaned--
+		}
 		sb.owner.Store(c)
 		return sb
 	}
@@ -583,6 +640,10 @@ func (a *Allocator) Close() error {
 func (a *Allocator) releaseAll() error {
 	a.lock()
 	defer a.mu.Unlock()
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
 	a.markAllPending()
 	return a.be.release()
 }
@@ -615,6 +676,9 @@ func (a *Allocator) liveObjects() int {
 	n := 0
 	for i := range s.Superblocks {
 		n += s.Superblocks[i].Live
+	}
+	if mutant.LeakCountLarge {
+		return n
 	}
 	return n + len(s.Large)
 }

@@ -141,6 +141,9 @@ func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 	// ALIGN: the smallest class whose objects all have the alignment; objects
 	// start at a superblock-aligned base + i*size.
 	if k := spec.AlignedClass(n, align); k != spec.Large {
+		if mutant.AlignIgnored && align <= 64 {
+			k = spec.SizeToClass(n)
+		}
 		return c.allocClass(n, k)
 	}
 	return c.allocOther(n, align)
@@ -163,7 +166,7 @@ func (c *Cache) allocClass(n, k int) ([]byte, error) {
 // never hand out an object with a remote free pending on it).
 func (cc *classCache) next() uint32 {
 	b := cc.bits
-	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 {
+	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 && !mutant.PendingNotChecked {
 		return 0
 	}
 	return b
@@ -197,7 +200,7 @@ func zero(p unsafe.Pointer, size uintptr) {
 }
 
 func (c *Cache) allocSlow(n, k int) ([]byte, error) {
-	if c.closed || c.a.closed.Load() {
+	if c.closed && !mutant.ClosedAlloc || c.a.closed.Load() {
 		return nil, ErrClosed
 	}
 	cc := &c.cls[k]
@@ -276,51 +279,31 @@ func (c *Cache) free(off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 	g, m := idx>>5, uint32(1)<<(idx&31)
-	if idx*e.size != rel || idx >= e.nobj || // FREE-INVALID: not a slot start
+	if idx*e.size != rel || idx >= e.nobj && !mutant.LocalTail || // FREE-INVALID: not a slot start
 		!mutant.NoDoubleFreeCheck && c.notLive(e, g, m) { // FREE-DOUBLE
 		return c.freeReject(e, off, idx)
 	}
 	sb := e.sb
 	sb.free[g] |= m
 	sb.localFreed++ // STATS-LAG: published in batches by publishLocal
-	if sb.localFreed >= sb.limit {
+	if sb.localFreed >= sb.limit+b2i(mutant.PublishLate) {
 		c.publishLocal(sb)
 	}
 	return nil
 }
 
-// freeLocal is free's fast path alone, for the front's pinned path
-// (front_pinned.go), which must not block: it frees and reports true when the
-// free is a hit on an owned superblock at the start of a live slot with no
-// publication due, and otherwise reports false having changed nothing (the
-// caller then calls free, unpinned). Same checks as free, same rules.
-func (c *Cache) freeLocal(off uintptr) bool {
-	i := off >> spec.SuperblockShift
-	e := c.way(i)
-	if e.key != i<<1|1 {
-		return false
+func b2i(b bool) int32 {
+	if b {
+		return 1
 	}
-	if checks {
-		c.checkHit(e)
-	}
-	rel := uint32(off) & (spec.SuperblockSize - 1)
-	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
-	g, m := idx>>5, uint32(1)<<(idx&31)
-	sb := e.sb
-	if idx*e.size != rel || idx >= e.nobj || sb.localFreed+1 >= sb.limit || // FREE-INVALID, STATS-LAG
-		!mutant.NoDoubleFreeCheck && c.notLive(e, g, m) { // FREE-DOUBLE
-		return false
-	}
-	sb.free[g] |= m
-	sb.localFreed++
-	return true
+	return 0
 }
 
 // notLive reports whether object (g, m) of e's superblock is free in it, has a
 // remote free pending, or is in c's held group.
 func (c *Cache) notLive(e *sbEntry, g, m uint32) bool {
 	cc := &c.cls[e.class&(clsSlots-1)]
-	return (e.sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || cc.sb == e.sb && cc.group == int32(g) && cc.bits&m != 0
+	return (e.sb.free[g]|uint32(e.rw[g].Load()))&m != 0 || !mutant.HeldNotChecked && cc.sb == e.sb && cc.group == int32(g) && cc.bits&m != 0
 }
 
 func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {
@@ -386,7 +369,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 			e := c.way(i)
 			c.fillEntry(e, i, sb, rs, gen, k)
 			if c.misses++; c.misses == missBatch { // not a locked add on every miss
-				c.ev.sbcFills.Add(missBatch)
+				c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
 				c.misses = 0
 			}
 			switch {
@@ -423,11 +406,16 @@ func (c *Cache) relist(sb *superblock) {
 	case sb.list == listCurrent:
 		sb.limit = publishBatch
 		return
-	case sb.empty():
+	case sb.empty() && !mutant.KeepEmpty:
 		c.unlink(sb)
 		c.release(sb)
 		return
 	case sb.nfree+sb.localFreed > 0:
+		if mutant.RelistFull {
+			c.moveTo(sb, listFull)
+			sb.limit = 1
+			return
+		}
 		c.moveTo(sb, listPartial)
 		sb.limit = min(publishBatch, sb.objects()-sb.nfree)
 	default:
@@ -634,7 +622,7 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	if sb == nil {
 		sb = a.acquireSmall(c, k)
 	}
-	if sb != nil {
+	if sb != nil && !mutant.AcquireNoInvalidate {
 		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
 	}
 	return sb
@@ -651,14 +639,20 @@ func (c *Cache) Flush() {
 }
 
 func (c *Cache) flush() {
-	c.ev.sbcFills.Add(uint64(c.misses))
+	if !mutant.CloseMisses {
+		c.ev.sbcFills.Add(uint64(c.misses))
+	}
 	c.misses = 0
 	for k := range spec.NumClasses {
 		cc := &c.cls[k]
 		if cc.bits != 0 {
 			n := popcount(cc.bits)
 			if c.a.debug { // they may be fresh zeros: free objects hold poison
-				c.a.poisonObjects(cc.sb, int(cc.group), cc.bits)
+				g := int(cc.group)
+				if mutant.PoisonWrongGroup && g+1 < cc.sb.groups() {
+					g++
+				}
+				c.a.poisonObjects(cc.sb, g, cc.bits)
 			}
 			cc.sb.free[cc.group] |= cc.bits
 			cc.sb.nfree += n

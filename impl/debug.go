@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -117,7 +118,10 @@ func (c *Cache) handOutDebug(n, k int) []byte {
 	i := bits.TrailingZeros32(b)
 	s := unsafe.Slice((*byte)(unsafe.Add(cc.base, uintptr(i)*uintptr(cc.size))), cc.size)
 	idx := int(cc.group)*32 + i
-	if cc.needzero {
+	if mutant.DebugSiteWrong {
+		cc.sb.sites[idx] = c.a.sites.record()
+	}
+	if cc.needzero && !mutant.DebugNoVerify {
 		c.a.verifyPoison(c, s, k, cc.sb.sites[idx])
 	}
 	// Always: a stale remote free of a held object poisoned it (and was

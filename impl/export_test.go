@@ -5,6 +5,16 @@ import "fmt"
 // DeadTag is the tag of a retired remote set (nextGen).
 const DeadTag = deadTag
 
+// SetClock makes a's clock now (nanoseconds), for the decay tests.
+func SetClock(a *Allocator, now func() int64) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.now = now
+}
+
+// DecayNow does what the decay timer does when it fires.
+func DecayNow(a *Allocator) { a.decayLater() }
+
 // FastForward moves pooled superblock i's generation forward to gen, as the
 // periods in between would have if none left a trace: each one stamps the
 // remote words with the next generation. The generation-wrap test cannot run

@@ -120,6 +120,9 @@ func (f *front) lock() *shard {
 func (a *Allocator) Flush() {
 	a.front.procs.flush()
 	for i := range a.front.shards {
+		if mutant.FrontFlushSkip && i == len(a.front.shards)-1 {
+			break
+		}
 		s := &a.front.shards[i]
 		func() {
 			lockMu(&s.mu)
@@ -209,4 +212,33 @@ func (a *Allocator) frontCaches() []*Cache {
 		cs = append(cs, a.front.shards[i].c)
 	}
 	return cs
+}
+
+// FrontCaches is the number of the front's internal caches (the per-P ones,
+// then the shards), for WithFrontCache.
+func (a *Allocator) FrontCaches() int { return len(a.frontCaches()) }
+
+// WithFrontCache runs f with the front's internal cache i, in [0,
+// FrontCaches()), for f's exclusive use (FRONT-EXCLUSIVE), as a call of the
+// Allocator's methods would have it. It is for verification: a single
+// goroutine reaches one per-P cache only, and package invariants drives every
+// internal cache with it, so that what Flush and Trim do to each is checked.
+// f must not keep c, close it, or call the Allocator's own methods.
+func (a *Allocator) WithFrontCache(i int, f func(c *Cache)) {
+	procs := a.front.procs.caches()
+	if i < len(procs) {
+		c := procs[i]
+		a.front.procs.hold(c)
+		defer a.front.procs.release(c)
+		c.enter()
+		defer c.exit()
+		f(c)
+		return
+	}
+	s := &a.front.shards[i-len(procs)]
+	lockMu(&s.mu)
+	defer s.mu.Unlock()
+	s.c.enter()
+	defer s.c.exit()
+	f(s.c)
 }

@@ -169,11 +169,7 @@ func (pc *procCaches) flush() {
 	}()
 	for i := range pc.slots {
 		c := &pc.slots[i].c
-		for !c.busy.CompareAndSwap(tokenFree, tokenOutside) {
-			if !lockWait() {
-				runtime.Gosched()
-			}
-		}
+		pc.take(c)
 		held = append(held, c)
 	}
 	if !pinSync && !mutant.FlushNoWait {
@@ -185,6 +181,26 @@ func (pc *procCaches) flush() {
 			defer c.exit()
 			c.Flush()
 		}()
+	}
+}
+
+// take takes c's token from outside its P, waiting out the slow path that
+// holds it, if one does. A fast path may still be running on c: see
+// waitUnpinned.
+func (pc *procCaches) take(c *Cache) {
+	for !c.busy.CompareAndSwap(tokenFree, tokenOutside) {
+		if !lockWait() {
+			runtime.Gosched()
+		}
+	}
+}
+
+// hold takes c, a per-P cache, for the caller's exclusive use from outside its
+// P, as flush does one by one: release gives it back.
+func (pc *procCaches) hold(c *Cache) {
+	pc.take(c)
+	if !pinSync {
+		waitUnpinned()
 	}
 }
 
@@ -239,8 +255,9 @@ func (a *Allocator) Free(b []byte) error {
 	p := pin()
 	c := a.front.procs.pinned(p)
 	if c != nil {
-		// Cache.freeLocal, by hand (the call costs), and the remote free of a
-		// hit on another cache's superblock (Cache.free), both lock-free.
+		// Cache.free's fast path, by hand (a call costs), with the same checks
+		// (and mutants), declining what would need more; and the remote free
+		// of a hit on another cache's superblock, lock-free (Cache.free).
 		i := off >> spec.SuperblockShift
 		e := &c.sbc[i&a.wayMask&(maxWays-1)] // c.way(i)
 		if e.key == i<<1|1 {
@@ -254,7 +271,8 @@ func (a *Allocator) Free(b []byte) error {
 			idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 			g, m := idx>>5, uint32(1)<<(idx&31)
 			sb := e.sb
-			if idx*e.size == rel && idx < e.nobj && sb.localFreed+1 < sb.limit && // FREE-INVALID, STATS-LAG
+			if idx*e.size == rel && (idx < e.nobj || mutant.LocalTail) && // FREE-INVALID
+				sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate) && // STATS-LAG
 				(mutant.NoDoubleFreeCheck || !c.notLive(e, g, m)) { // FREE-DOUBLE
 				sb.free[g] |= m
 				sb.localFreed++

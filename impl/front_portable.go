@@ -16,6 +16,7 @@ func (procCaches) init(*Allocator)   {}
 func (procCaches) pinned(int) *Cache { return nil }
 func (procCaches) release(*Cache)    {}
 func (procCaches) flush()            {}
+func (procCaches) hold(*Cache)       {}
 func (procCaches) caches() []*Cache  { return nil }
 
 func pin() int { return 0 }

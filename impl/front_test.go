@@ -15,6 +15,9 @@ import (
 // ran, and once everything is freed and flushed the allocator is empty
 // (EMPTY) with exact statistics (STATS-EXACT).
 func TestFrontGoroutinesLeaveNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("goroutines at once: not deterministic, and -short (cmd/mutants) wants kills that are")
+	}
 	a, err := impl.New(impl.Options{Reserve: 64 << 20})
 	must(t, err)
 	defer a.Close()
@@ -91,6 +94,9 @@ func checkEmpty(t *testing.T, a *impl.Allocator) {
 // free through the same Allocator; at the end everything is consistent and
 // empty. Under -race the detector watches the handover.
 func TestFrontFlushWhileAllocating(t *testing.T) {
+	if testing.Short() {
+		t.Skip("goroutines at once: not deterministic, and -short (cmd/mutants) wants kills that are")
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: -1})
 	must(t, err)

@@ -673,3 +673,78 @@ func TestPanicUnderLockUnlocks(t *testing.T) {
 		t.Fatal("Close hangs: the panic left the central lock held")
 	}
 }
+
+// TestRestampAfterLargeLife (CACHE-COHERENT): a superblock that was small, then
+// part of a large object, then small again keeps its remote set, which must be
+// stamped with the generation of the new period: a remote free in it succeeds.
+func TestRestampAfterLargeLife(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 2)
+	c, d := ids[0], ids[1]
+	x := alloc(t, h, c, 64)
+	must(t, h.Free(c, x))
+	must(t, h.Flush(c)) // released
+	big := alloc(t, h, c, 3*spec.SuperblockSize)
+	if big != x {
+		t.Fatalf("the large object is not on the released superblock (%#x, %#x)", x, big)
+	}
+	must(t, h.Free(c, big))
+	y := alloc(t, h, c, 64) // small again, its generation past the large life's
+	if y>>spec.SuperblockShift != x>>spec.SuperblockShift {
+		t.Fatalf("the superblock was not reused (%#x, %#x)", x, y)
+	}
+	must(t, h.Free(d, y)) // remote
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
+}
+
+// TestAcquireDropsNotMine (CACHE-COHERENT): a cache that frees into another's
+// superblock keeps a "not mine" entry for it; when that superblock is
+// released and the same cache acquires it, the entry must go.
+func TestAcquireDropsNotMine(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 2)
+	c, d := ids[0], ids[1]
+	x := alloc(t, h, d, 64)
+	must(t, h.Free(c, x)) // remote: c's entry says "not mine"
+	must(t, h.Flush(d))   // empty: released
+	y := alloc(t, h, c, 256)
+	if y>>spec.SuperblockShift != x>>spec.SuperblockShift {
+		t.Fatalf("the superblock was not reused (%#x, %#x)", x, y)
+	}
+	must(t, h.Free(c, y)) // every step checks the entries (CACHE-COHERENT)
+	must(t, h.FreeAll())
+}
+
+// TestTailFreedByEveryone (FREE-INVALID): for every size class whose objects do
+// not fill the superblock, the first byte past the last object, and the last
+// object's last byte, freed through the owner, another cache and the
+// Allocator's methods, are invalid pointers; so is the tail of the superblock
+// once it is pooled.
+func TestTailFreedByEveryone(t *testing.T) {
+	for k := range spec.NumClasses {
+		size, objects := spec.ClassSize(k), spec.ClassObjects(k)
+		if size*objects == spec.SuperblockSize {
+			continue
+		}
+		h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 2)
+		c, d := ids[0], ids[1]
+		x := alloc(t, h, c, size)
+		base := unsafe.Pointer(unsafe.SliceData(h.Object(x)))
+		base = unsafe.Add(base, -int(uintptr(base)-h.M.Base())%spec.SuperblockSize)
+		tail := unsafe.Slice((*byte)(unsafe.Add(base, size*objects)), 1)
+		last := unsafe.Slice((*byte)(unsafe.Add(base, size*objects-1)), 1)
+		for _, id := range []int{c, d, invariants.Front} {
+			for _, b := range [][]byte{tail, last} {
+				must(t, h.FreeSlice(id, b))
+				if !errors.Is(h.LastErr, impl.ErrInvalidPointer) {
+					t.Fatalf("class %d: free of offset %d by %d: %v", k, addrOf(b)-uintptr(base), id, h.LastErr)
+				}
+			}
+		}
+		must(t, h.Free(c, x))
+		must(t, h.Flush(c)) // pooled
+		must(t, h.FreeSlice(d, tail))
+		if !errors.Is(h.LastErr, impl.ErrInvalidPointer) {
+			t.Fatalf("class %d: free of a pooled superblock's tail: %v", k, h.LastErr)
+		}
+	}
+}

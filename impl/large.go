@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -30,7 +31,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	if a.debug {
 		a.verifyLargePoison(b, dirtySB, prevSite)
 	}
-	if dirty {
+	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
 	}
 	return b[:n], nil
@@ -82,7 +83,7 @@ func (a *Allocator) freeLarge(off uintptr) error {
 	switch {
 	case state == statePool:
 		return a.stalePoolFree(off, k)
-	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0:
+	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
 	}
 	m := head.runLen
@@ -104,10 +105,12 @@ func (a *Allocator) freeLarge(off uintptr) error {
 	}
 	a.large.Frees++
 	a.large.LiveObjects--
-	a.large.LiveBytes -= uint64(head.usable)
+	if !mutant.LargeLiveBytes {
+		a.large.LiveBytes -= uint64(head.usable)
+	}
 	a.counts.large -= int(m)
 	a.putRun(head.idx, m)
-	a.pooled(int(m))
+	a.pooled(head.idx, m)
 	return nil
 }
 
@@ -142,6 +145,9 @@ func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 	case k == largeMark && rel == 0:
 		return errDouble(addr, spec.Large)
 	case k < spec.NumClasses && rel%spec.ClassSize(int(k)) == 0 && rel/spec.ClassSize(int(k)) < spec.ClassObjects(int(k)):
+		if mutant.StalePoolNil {
+			return nil
+		}
 		return errDouble(addr, int(k))
 	}
 	return errInvalid(addr, -1)

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"strings"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -43,7 +44,11 @@ func (a *Allocator) Leaks() []Leak {
 		case SBSmall:
 			size := spec.ClassSize(st.Class)
 			for g := range st.Free {
-				for live := liveBits(&st, held[sb], g); live != 0; live &= live - 1 {
+				h := held[sb]
+				if mutant.LeaksHeld {
+					h = nil
+				}
+				for live := liveBits(&st, h, g); live != 0; live &= live - 1 {
 					idx := 32*g + bits.TrailingZeros32(live)
 					l := Leak{Addr: st.Addr + uintptr(idx*size), Size: size, Class: st.Class}
 					if sb.sites != nil {

@@ -2,6 +2,7 @@ package impl_test
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +39,7 @@ func TestCommittedMatchesKernel(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the -race backend is a Go-heap arena, not an mmap reservation")
 	}
-	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: 8 << 20})
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: 8 << 20, Decay: -1})
 	must(t, err)
 	defer a.Close()
 	c, _ := a.NewCache()
@@ -92,4 +93,77 @@ func TestCommittedMatchesKernel(t *testing.T) {
 	}
 	must(t, c.Free(b))
 	must(t, c.Free(anchor))
+}
+
+// TestDecay (MEM-ACCOUNT): past Retain the pool keeps what it is given for
+// Options.Decay before it goes back to the OS, so that memory freed and
+// allocated again within it is not faulted in anew (the pages stay resident
+// and no madvise runs); once the time is up the pool returns it, down to half
+// of Retain, on the next release or when the timer fires.
+func TestDecay(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the -race backend is a Go-heap arena, not an mmap reservation")
+	}
+	const retain = 4 * spec.SuperblockSize
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: time.Hour})
+	must(t, err)
+	defer a.Close()
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	c, _ := a.NewCache()
+	anchor, _ := c.Alloc(16)
+	touch := func(b []byte) {
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+	}
+	big, err := c.Alloc(20 << 20)
+	must(t, err)
+	touch(big)
+	must(t, c.Free(big))
+	if s, r := a.Stats(), resident(t, a, anchor); s.Committed-s.InUse < 20<<20 || r < 20<<20 {
+		t.Fatalf("freed within the decay: pool %d, resident %d; want the 20 MiB kept", s.Committed-s.InUse, r)
+	}
+	again, err := c.Alloc(20 << 20)
+	must(t, err)
+	if addrOf(again) != addrOf(big) || resident(t, a, anchor) < 20<<20 {
+		t.Fatal("the run was not reused with its pages resident")
+	}
+	for i := 0; i < len(again); i += 4096 {
+		if again[i] != 0 {
+			t.Fatalf("byte %d of the reused run is %d (ZEROED)", i, again[i])
+		}
+	}
+	touch(again)
+	must(t, c.Free(again))
+	clock += int64(2 * time.Hour)
+	impl.DecayNow(a)
+	if s := a.Stats(); s.Committed-s.InUse > retain/2 {
+		t.Fatalf("after the decay the pool keeps %d bytes committed, Retain is %d", s.Committed-s.InUse, retain)
+	}
+	if r := resident(t, a, anchor); r > uint64(retain) {
+		t.Fatalf("after the decay %d bytes are resident", r)
+	}
+	must(t, c.Free(anchor))
+}
+
+// TestDecayTimer (MEM-ACCOUNT): with nothing else happening, the timer returns
+// what is past Retain once Options.Decay has passed.
+func TestDecayTimer(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: 2 * spec.SuperblockSize, Decay: 20 * time.Millisecond})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	big, err := c.Alloc(8 << 20)
+	must(t, err)
+	must(t, c.Free(big))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s := a.Stats()
+		if s.Committed-s.InUse <= spec.SuperblockSize {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the free the pool keeps %d bytes committed", s.Committed-s.InUse)
+		}
+	}
 }

@@ -9,8 +9,10 @@ import (
 )
 
 // Realloc resizes b, an object of this Cache's Allocator, to n bytes. The
-// result keeps the first min(len(b), n) bytes of b; the bytes after them, up to
-// n, read zero. It stays in place when that is free: a small object of this
+// result keeps the first min(len(b), n) bytes of b; every byte after them, up
+// to the result's capacity, reads zero, as after Alloc (ZEROED), whether it
+// moved or not: reslicing the result up to cap never shows what b held beyond
+// what was kept. It stays in place when that is free: a small object of this
 // cache whose class also serves n, or a large object whose pages hold n and are
 // not more than twice what n needs. Otherwise it allocates (natural alignment
 // of the new class only), copies and frees b. Realloc(nil, n) is Alloc(n).
@@ -27,13 +29,22 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	}
 	keep := min(len(b), n)
 	if c.resizable(b, n) {
-		r := b[:n]
-		clear(r[keep:])
-		return r, nil
+		clear(b[keep:cap(b)]) // ZEROED: [keep, cap), not only [keep, n)
+		return b[:n], nil
 	}
 	nb, err := c.Alloc(n)
 	if err != nil {
 		return nil, err
+	}
+	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p {
+		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
+		// freeing b now would free nb under the caller (FREE-DOUBLE).
+		c.Free(nb)
+		k := spec.Large
+		if n <= spec.MaxSmall {
+			k = spec.SizeToClass(n)
+		}
+		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
 	}
 	copy(nb, b[:keep])
 	if err := c.Free(b); err != nil {
@@ -61,7 +72,9 @@ func (c *Cache) resizable(b []byte, n int) bool {
 	_, state, k := unpackMeta(sb.meta.Load())
 	switch state {
 	case stateSmall:
-		if sb.owner.Load() != c || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
+		// n may exceed MaxSmall when b is stale: a large object's slice whose
+		// superblock is small now.
+		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
 			return false
 		}
 		rel := uint32(off) & (spec.SuperblockSize - 1)

@@ -12,8 +12,8 @@ import (
 func filled(t *testing.T, c *impl.Cache, n int) []byte {
 	b, err := c.Alloc(n)
 	must(t, err)
-	for i := range b {
-		b[i] = byte(i%251 + 1)
+	for i := range b[:cap(b)] { // past len too: Realloc must not show it again
+		b[:cap(b)][i] = byte(i%251 + 1)
 	}
 	return b
 }
@@ -25,8 +25,8 @@ func prefixKept(t *testing.T, old, b []byte, keep int) {
 			t.Fatalf("byte %d not kept", i)
 		}
 	}
-	if !bytes.Equal(b[keep:], make([]byte, len(b)-keep)) {
-		t.Fatal("the grown part is not zero")
+	if full := b[:cap(b)]; !bytes.Equal(full[keep:], make([]byte, len(full)-keep)) {
+		t.Fatal("the bytes past those kept, up to cap, are not zero")
 	}
 }
 
@@ -97,7 +97,11 @@ func TestRealloc(t *testing.T) {
 		if r, err := c.Realloc(b, tc.n); !errors.Is(err, tc.want) || r != nil {
 			t.Fatalf("%s: %v, want %v", name, err, tc.want)
 		}
-		prefixKept(t, b, b, 100)
+		for i, x := range b[:cap(b)] {
+			if x != byte(i%251+1) {
+				t.Fatalf("%s: byte %d of b changed", name, i)
+			}
+		}
 	}
 	interior := b[:cap(b)][8:]
 	if _, err := c.Realloc(interior, 50); !errors.Is(err, impl.ErrInvalidPointer) {
@@ -112,6 +116,40 @@ func TestRealloc(t *testing.T) {
 	}
 	c.Flush()
 	d.Flush()
+	if s := a.Stats(); s.Large.LiveObjects != 0 {
+		t.Fatalf("large objects left: %+v", s.Large)
+	}
+}
+
+// A stale b is refused, never resized: not when Alloc hands its own address out
+// again (freeing b would free the result), nor when it was large and its
+// superblock is small now (its cap is past MaxSmall).
+func TestReallocStale(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	t.Cleanup(func() { impl.CheckLeaks(t, a) })
+	c, _ := a.NewCache()
+
+	l, err := c.Alloc(200_000)
+	must(t, err)
+	must(t, c.Free(l))
+	if r, err := c.Realloc(l, 200_000); !errors.Is(err, impl.ErrDoubleFree) || r != nil {
+		t.Fatalf("Realloc of a freed large object onto its own pages: %v, %d bytes at %p (it was at %p)", err, len(r), r, l)
+	}
+
+	x, err := c.Alloc(100) // carves l's first superblock: x is at l's address
+	must(t, err)
+	y, err := c.Alloc(100)
+	must(t, err)
+	if addrOf(x) != addrOf(l) {
+		t.Fatalf("the small object is at %p, not in the large object's superblock at %p", x, l)
+	}
+	must(t, c.Free(x))
+	if _, err := c.Realloc(l, spec.MaxSmall+1); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("Realloc of a stale large slice over a small superblock: %v", err)
+	}
+	must(t, c.Free(y))
 	if s := a.Stats(); s.Large.LiveObjects != 0 {
 		t.Fatalf("large objects left: %+v", s.Large)
 	}

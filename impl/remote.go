@@ -60,7 +60,7 @@ const (
 func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
-	if idx*e.size != rel || idx >= e.nobj {
+	if idx*e.size != rel || idx >= e.nobj && !mutant.RemoteTail {
 		return remoteNotSlot
 	}
 	g, m := idx>>5, uint32(1)<<(idx&31)
@@ -102,8 +102,9 @@ func (a *Allocator) notify(sb *superblock) {
 		if o := sb.owner.Load(); o != nil {
 			head = &o.notify
 		}
+		yield(YieldNotifyOwner)
 		h := head.Load()
-		if h == closedStack {
+		if h == closedStack && !mutant.NotifyClosed {
 			continue // the owner closed after we read it; sb.owner is already nil
 		}
 		sb.nextNotify.Store(h)
@@ -133,7 +134,7 @@ func (c *Cache) drainNotify() {
 		sb.notified.Store(false)
 		if sb.owner.Load() == c {
 			c.collect(sb)
-		} else {
+		} else if !mutant.DropForward {
 			c.a.forward(sb)
 		}
 		sb = next
@@ -144,7 +145,10 @@ func (c *Cache) drainNotify() {
 // with its local frees, and files sb (or releases it) by its new free count.
 func (c *Cache) collect(sb *superblock) {
 	k := int(sb.class)
-	c.publishFrees(k, c.a.collectAll(c, &c.cls[k], sb))
+	n := c.a.collectAll(c, &c.cls[k], sb)
+	if !mutant.CollectNoPublish {
+		c.publishFrees(k, n)
+	}
 	c.publishLocal(sb)
 }
 

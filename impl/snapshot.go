@@ -33,15 +33,21 @@ type Snapshot struct {
 	PublishBatch   int // the STATS-LAG batch: bound on a superblock's LocalFreed
 	Ways           int // entries of each cache's superblock cache
 	Retain         int // bytes of empty superblocks the pool keeps committed
-	Stats          Stats
-	Superblocks    []SuperblockState // every header ever used, by index
-	Caches         []CacheState      // the open caches, by ID
-	Large          []LargeObject     // live large objects, by address
-	FreeRuns       []Run             // the pool, by start
+	// Decay is how long, in ns, superblocks past Retain stay committed (0: not
+	// at all); Now is the time of the snapshot on the allocator's clock.
+	Decay, Now  int64
+	Stats       Stats
+	Superblocks []SuperblockState // every header ever used, by index
+	Caches      []CacheState      // the open caches, by ID
+	Large       []LargeObject     // live large objects, by address
+	FreeRuns    []Run             // the pool, by start
 	// Orphans are the central lists of orphaned superblocks, by class, in list
 	// order (a list that does not end within the number of superblocks is cut
 	// there: a cycle).
 	Orphans [][]int
+	// OrphanNotify is the notification stack of orphans, from its head (cut
+	// like Orphans).
+	OrphanNotify []int
 	// Retired are the counters closed caches left to the Allocator.
 	Retired CacheCounters
 }
@@ -64,10 +70,12 @@ type SuperblockState struct {
 	// (pool; spec.Large after a large object), or -1.
 	Class int
 	// Owner is the owning cache's ID; -1 for an orphan or when not small.
-	Owner   int
-	Orphan  bool
-	Dirty   bool // used since it was last fresh (counted in Stats.Committed)
-	Current bool // the current superblock of its class in its owner
+	Owner  int
+	Orphan bool
+	Dirty  bool // used since it was last fresh (counted in Stats.Committed)
+	// PooledAt is when a pooled superblock entered the pool dirty.
+	PooledAt int64
+	Current  bool // the current superblock of its class in its owner
 	// List is the list the header says it is on: "current", "partial",
 	// "full", "orphan" or "none".
 	List    string
@@ -78,7 +86,8 @@ type SuperblockState struct {
 	RemoteTags    []uint32
 	NFree         int // set bits of Free, minus LocalFreed
 	LocalFreed    int // local frees not yet published (STATS-LAG)
-	Notified      bool
+	// Notified: on (or being pushed onto) a notification stack.
+	Notified bool
 	// Live is the impl's own count of live objects (not free, held, or pending);
 	// the invariant checker recomputes it.
 	Live int
@@ -102,6 +111,8 @@ type CacheState struct {
 	// Partial and Full are the owned superblocks that are not current, by
 	// class, in list order (cut like Snapshot.Orphans).
 	Partial, Full [][]int
+	// Notify is the cache's notification stack, from its head.
+	Notify []int
 }
 
 // HeldGroup is a class's held group: objects taken from a superblock, not yet
@@ -148,6 +159,7 @@ func (a *Allocator) snapshot() *Snapshot {
 	s := &Snapshot{
 		Base: a.base, Size: a.size, SuperblockSize: spec.SuperblockSize,
 		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << spec.SuperblockShift,
+		Decay: a.decay, Now: a.now(),
 	}
 	caches := a.openCaches()
 	a.lock()
@@ -170,6 +182,7 @@ func (a *Allocator) snapshot() *Snapshot {
 			st := SuperblockState{
 				Index: int(sb.idx), Addr: a.base + uintptr(sb.idx)<<spec.SuperblockShift,
 				State: SBState(state), Gen: gen, Class: -1, Owner: -1, Dirty: sb.dirty,
+				Notified: sb.notified.Load(), PooledAt: sb.pooledAt,
 			}
 			switch {
 			case k < spec.NumClasses:
@@ -189,6 +202,7 @@ func (a *Allocator) snapshot() *Snapshot {
 	for _, c := range caches {
 		s.Caches = append(s.Caches, c.snapshot(c.front))
 	}
+	s.OrphanNotify = a.walkNotify(a.orphanNotify.Load())
 	s.Orphans = make([][]int, spec.NumClasses)
 	for k := range s.Orphans {
 		s.Orphans[k] = a.walk(a.orphans[k])
@@ -198,6 +212,15 @@ func (a *Allocator) snapshot() *Snapshot {
 	a.regMu.Unlock()
 	s.Retired = CacheCounters{DoubleFrees: r.double, InvalidFrees: r.invalid, WriteAfterFrees: r.waf, SuperblockCacheMisses: r.sbcFills}
 	return s
+}
+
+// walkNotify lists a notification stack from head, cut like walk.
+func (a *Allocator) walkNotify(head *superblock) []int {
+	var out []int
+	for sb := head; sb != nil && sb != closedStack && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() {
+		out = append(out, int(sb.idx))
+	}
+	return out
 }
 
 // walk lists a superblock list from head, at most as many as there are
@@ -226,7 +249,6 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 		st.Pending[g], st.RemoteTags[g] = uint32(w), uint32(w>>32)
 	}
 	st.NFree, st.LocalFreed = int(sb.nfree), int(sb.localFreed)
-	st.Notified = sb.notified.Load()
 	for g := range st.Free {
 		st.Live += int(popcount(liveBits(st, held, g)))
 	}
@@ -293,6 +315,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 		cs.Allocs[k], cs.Frees[k] = c.pub[k].allocs.Load(), c.pub[k].frees.Load()
 		cs.Partial[k], cs.Full[k] = c.a.walk(c.lists[k].partial), c.a.walk(c.lists[k].full)
 	}
+	cs.Notify = c.a.walkNotify(c.notify.Load())
 	for w := 0; w <= int(c.wayMask); w++ {
 		e := &c.sbc[w]
 		if e.key == noKey {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -111,7 +112,11 @@ func (a *Allocator) retire(c *Cache) {
 		a.retired.frees[k] += c.pub[k].frees.Load()
 	}
 	a.retired.double += c.ev.double.Load()
-	a.retired.invalid += c.ev.invalid.Load()
+	if mutant.RetiredInvalid {
+		a.retired.double += c.ev.invalid.Load()
+	} else {
+		a.retired.invalid += c.ev.invalid.Load()
+	}
 	a.retired.sbcFills += c.ev.sbcFills.Load()
 	a.retired.waf += c.ev.waf.Load()
 	delete(a.caches, c)

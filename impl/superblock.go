@@ -81,7 +81,9 @@ type superblock struct {
 	dirty  bool     // used since it was last fresh: may be committed and nonzero
 	site   uint32   // debug mode, large head: the allocation site
 	sites  []uint32 // debug mode, owner-private: each object's allocation site
-	_      [16]byte
+	// pooledAt is when it last entered the pool dirty (Options.Decay).
+	pooledAt int64
+	_        [8]byte
 }
 
 var _ = [1]struct{}{}[unsafe.Sizeof(superblock{})-192]
@@ -121,7 +123,7 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	if debug {
 		sb.sites = make([]uint32, n)
 	}
-	if sb.dirty {
+	if sb.dirty && !mutant.DirtyAsFresh {
 		sb.zeroedFrom = int32(n)
 	} else {
 		sb.zeroedFrom = 0
@@ -153,6 +155,9 @@ func (sb *superblock) empty() bool { return sb.nfree+sb.localFreed == sb.objects
 func (sb *superblock) ensureRemote(g int, gen uint32) {
 	rs := sb.remote.Load()
 	if rs != nil && len(rs.w) >= g && !rs.retired() {
+		if mutant.NoRestamp {
+			return
+		}
 		for i := range rs.w {
 			rs.w[i].Store(uint64(gen) << 32)
 		}

@@ -71,6 +71,7 @@ func settleStale(t *testing.T, h *invariants.Harness, x uintptr, err error) {
 		t.Fatal(v)
 	}
 	h.M.Settle(x, nil, calls, make([]oracle.Object, 1), outs[0])
+	h.Untracked()
 }
 
 // TestAdoptionRacesReuse (CACHE-COHERENT, FREE-DOUBLE, NO-OVERLAP): a stale free
@@ -143,4 +144,65 @@ func TestRemoteFreeRacesRelease(t *testing.T) {
 	settleStale(t, h, addrOf(stale), err)
 	must(t, h.Check())
 	must(t, h.FreeAll()) // checks the large object's fill before freeing it (INTEGRITY)
+}
+
+// TestNotificationForwarded (CONSERVE, STATS-LAG): a remote free reads the
+// owner, then, before it pushes the superblock onto that owner's stack, the
+// owner releases it and another cache carves it; a second remote free finds it
+// marked notified and pushes nothing. When the old owner drains its stack it
+// must forward the notification to the new owner, or the second free is never
+// collected.
+func TestNotificationForwarded(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 4)
+	c, d, r, e := ids[0], ids[1], ids[2], ids[3]
+	x := alloc(t, h, c, 64)
+	obj := h.Object(x)
+	// r's free of x succeeds (CAS) before the pause: x leaves the model first,
+	// and the state is not quiescent until r's push, so no checks meanwhile.
+	if v := h.M.Free(r, x, oracle.OK); v != nil {
+		t.Fatal(v)
+	}
+	h.CheckEachStep = false
+	err := during(t, newPause(impl.YieldNotifyOwner),
+		func() error { return h.Cache(r).Free(obj) }, // remote; pauses before its push
+		func() {
+			must(t, h.Flush(c)) // collects x: empty, released
+			y := alloc(t, h, d, 128)
+			if y>>spec.SuperblockShift != x>>spec.SuperblockShift {
+				t.Fatalf("the superblock was not reused (%#x, %#x)", x, y)
+			}
+			must(t, h.Free(e, y)) // remote, marked notified already: no push
+		})
+	must(t, err)
+	h.Untracked()
+	h.CheckEachStep = true
+	must(t, h.Flush(c)) // pops the stale notification: forwarded to d
+	must(t, h.Check())  // CONSERVE: a pending free nobody was told of
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
+}
+
+// TestNotifyRacesClose (CONSERVE): a remote free reads the owner, then, before
+// it pushes, the owner closes (its stack is closed, its superblocks are
+// orphans). The push must go to the orphans' stack, not to the closed one.
+func TestNotifyRacesClose(t *testing.T) {
+	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 3)
+	c, r, e := ids[0], ids[1], ids[2]
+	x := alloc(t, h, c, 64)
+	keep := alloc(t, h, c, 64)
+	obj := h.Object(x)
+	if v := h.M.Free(r, x, oracle.OK); v != nil { // as in TestNotificationForwarded
+		t.Fatal(v)
+	}
+	h.CheckEachStep = false
+	err := during(t, newPause(impl.YieldNotifyOwner),
+		func() error { return h.Cache(r).Free(obj) },
+		func() { must(t, h.CloseCache(c)) }) // collects x; keep makes an orphan
+	must(t, err)
+	h.Untracked()
+	h.CheckEachStep = true
+	must(t, h.Check()) // CONSERVE: marked notified, on exactly one open stack
+	must(t, h.Free(e, keep))
+	must(t, h.FlushAll())
+	must(t, h.FreeAll())
 }

@@ -16,6 +16,7 @@ const (
 	YieldRemoteTag      = "remote.tag"      // freeRemote read the remote word, before the CAS
 	YieldRemoteNotify   = "remote.notify"   // freeRemote's CAS succeeded, before notifying
 	YieldNotifyPush     = "notify.push"     // notify owns the link, before pushing
+	YieldNotifyOwner    = "notify.owner"    // notify read the owner, before reading its stack
 	YieldDrainPop       = "drain.pop"       // drainNotify popped its stack, before collecting
 	YieldCollectSwap    = "collect.swap"    // collectWord read a word, before swapping it
 	YieldReleaseLock    = "release.lock"    // Cache.release dropped its entry, before a.mu

@@ -68,8 +68,10 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 
 // ExploreResult is what an exploration did and found.
 type ExploreResult struct {
-	Rounds, Ops, Switches int
-	Violations            []*Violation
+	// Steps counts the scheduling decisions: yield points reached, and ends of
+	// a worker's operations.
+	Rounds, Ops, Switches, Steps int
+	Violations                   []*Violation
 	// Trace is the schedule of the first failing round: "worker: yield point"
 	// per step, with the operations each worker ran.
 	Trace string
@@ -85,6 +87,7 @@ type explorer struct {
 	cur      *eworker
 	inRound  bool
 	switches int
+	steps    int
 	trace    []string
 	events   chan event
 }
@@ -156,7 +159,7 @@ func (x *explorer) loop(w *eworker) {
 // worker reaches a yield point within the watchdog's time, with every
 // goroutine's stack.
 func (x *explorer) round(plans [][]eop) error {
-	x.trace, x.switches = x.trace[:0], 0
+	x.trace, x.switches, x.steps = x.trace[:0], 0, 0
 	var runnable []*eworker
 	for i, w := range x.workers {
 		w.ended = len(plans[i]) == 0
@@ -189,6 +192,7 @@ func (x *explorer) round(plans [][]eop) error {
 		if ev.failed != nil {
 			return fmt.Errorf("explore: worker %d panicked: %v\nschedule:\n%s", ev.w.idx, ev.failed, strings.Join(x.trace, "\n"))
 		}
+		x.steps++
 		if ev.point == "" {
 			ev.w.ended = true
 		} else {
@@ -273,6 +277,7 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		}
 		res.Rounds++
 		res.Switches += x.switches
+		res.Steps += x.steps
 		flushed := ch.Intn(4, "flushed?") == 0
 		if flushed {
 			x.flushAll(sh)

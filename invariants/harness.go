@@ -33,12 +33,20 @@ type Harness struct {
 	freed         []([]byte)         // objects freed before, for double frees
 	fills         map[uintptr]byte   // INTEGRITY: each object's fill byte
 	fill          byte
+	debug         bool // Options.Debug: Leaks names allocation sites
+	frontCalls    int  // calls on Front so far: their stack depth (call)
+	route         int  // the front cache the current call on Front runs on, -1: the Allocator's methods
 	// CheckEachStep runs Check after every operation (the rapid machines do it
 	// themselves in their "" action).
 	CheckEachStep bool
 	// LastErr is the error the allocator returned from the last call.
 	LastErr error
-	disarm  func() // the watchdog
+	// LastAddr is the object the last successful Alloc or Realloc returned.
+	LastAddr uintptr
+	// misses is how many superblock-cache misses the frees so far counted, as
+	// each was checked (checkMiss): no later step may lose one.
+	misses uint64
+	disarm func() // the watchdog
 }
 
 // NewHarness makes an Allocator with opt, its Model, and a second Allocator.
@@ -48,7 +56,7 @@ func NewHarness(opt impl.Options) (*Harness, error) {
 		return nil, err
 	}
 	return &Harness{
-		A: sh.A, M: sh.M, other: sh.other, disarm: sh.disarm,
+		A: sh.A, M: sh.M, other: sh.other, debug: opt.Debug, disarm: sh.disarm, route: -1,
 		caches: map[int]*impl.Cache{}, closedHandles: map[int]*impl.Cache{}, live: map[uintptr][]byte{}, fills: map[uintptr]byte{},
 	}, nil
 }
@@ -71,13 +79,17 @@ func addr(b []byte) uintptr {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 }
 
-func (h *Harness) cache(id int) interface {
+// api is what a Cache and the Allocator's goroutine-safe methods share.
+type api interface {
 	Alloc(int) ([]byte, error)
 	AllocAligned(int, int) ([]byte, error)
+	Realloc([]byte, int) ([]byte, error)
 	Free([]byte) error
-} {
+}
+
+func (h *Harness) cache(id int) api {
 	if id == Front {
-		return h.A
+		return frontAPI{h}
 	}
 	if c := h.caches[id]; c != nil {
 		return c
@@ -129,11 +141,13 @@ func (h *Harness) Alloc(id, n, align int) error {
 	}
 	var b []byte
 	var err error
-	if align == 1 {
-		b, err = c.Alloc(n)
-	} else {
-		b, err = c.AllocAligned(n, align)
-	}
+	h.call(id, func() {
+		if align == 1 {
+			b, err = c.Alloc(n)
+		} else {
+			b, err = c.AllocAligned(n, align)
+		}
+	})
 	h.LastErr = err
 	if v := h.M.Alloc(id, n, align, addr(b), len(b), cap(b), Kind(err)); v != nil {
 		return v
@@ -167,6 +181,7 @@ func (h *Harness) Alloc(id, n, align int) error {
 	}
 	h.live[addr(b)] = b
 	h.fills[addr(b)] = h.fill
+	h.LastAddr = addr(b)
 	return h.step(nil)
 }
 
@@ -248,7 +263,7 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 	}
 	var err error
 	if c := h.cache(id); c != nil {
-		err = c.Free(b)
+		h.call(id, func() { err = c.Free(b) })
 	} else {
 		err = h.closedCache(id).Free(b)
 	}
@@ -265,9 +280,11 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 		return got, violation(rule, "Free(%#x) on cache %d returned %v; the snapshot says %v", addr(b), id, got, expect)
 	}
 	if before != nil {
-		if v := checkMiss(before, h.A.Snapshot(), ids, addr(b)); v != nil {
+		after := h.A.Snapshot()
+		if v := checkMiss(before, after, ids, addr(b)); v != nil {
 			return got, v
 		}
+		h.misses += totalMisses(after) - totalMisses(before)
 	}
 	return got, nil
 }
@@ -301,6 +318,29 @@ func checkMiss(before, after *impl.Snapshot, ids []int, addr uintptr) *Violation
 	}
 	return violation(spec.RuleCacheCoherent, "a free of %#x by one of caches %v: caches %v counted superblock-cache misses, the snapshot before says %v",
 		addr, ids, counted, expectMisses(before, ids, addr))
+}
+
+// Untracked takes note of calls the harness did not make (a test that calls impl
+// directly, on another goroutine, to race it): the superblock-cache misses they
+// counted are taken as they are.
+func (h *Harness) Untracked() { h.misses = totalMisses(h.A.Snapshot()) }
+
+// missesNow is totalMisses now, 0 once the Allocator is closed.
+func (h *Harness) missesNow() uint64 {
+	if h.M.Closed() {
+		return 0
+	}
+	return totalMisses(h.A.Snapshot())
+}
+
+// totalMisses is every superblock-cache miss counted: published by open
+// caches, waiting in them, or left by closed ones.
+func totalMisses(s *impl.Snapshot) uint64 {
+	n := s.Retired.SuperblockCacheMisses
+	for _, c := range s.Caches {
+		n += c.SuperblockCacheMisses + c.UnpublishedMisses
+	}
+	return n
 }
 
 func expectMisses(s *impl.Snapshot, ids []int, addr uintptr) []bool {
@@ -343,17 +383,46 @@ const (
 // FreeBad makes a bad free of the given kind on cache id; pick selects among the
 // candidates (live objects, freed objects, offsets).
 func (h *Harness) FreeBad(id, kind, pick int) error {
-	var b []byte
+	b, done, err := h.badSlice(kind, pick)
+	if err != nil {
+		return ignoreNone(err)
+	}
+	defer done()
+	if _, err := h.free(id, b); err != nil {
+		return err
+	}
+	return h.step(nil)
+}
+
+// ReallocBad is Realloc(b, size(cap(b))) on cache id of a slice b that is not
+// a live object, of the given kind (BadNil: Realloc(nil, n), which is Alloc(n)).
+func (h *Harness) ReallocBad(id, kind, pick int, size func(capacity int) int) error {
+	b, done, err := h.badSlice(kind, pick)
+	if err != nil {
+		return ignoreNone(err)
+	}
+	defer done()
+	return h.realloc(id, b, size(cap(b)))
+}
+
+// errNone: badSlice has no candidate of that kind.
+var errNone = errors.New("no candidate")
+
+// badSlice makes a slice of the given kind that is not a live object; pick
+// selects among the candidates (errNone if there is none). done releases what
+// it took.
+func (h *Harness) badSlice(kind, pick int) (b []byte, done func(), err error) {
+	done = func() {}
 	switch kind {
 	case BadNil:
 		b = nil
 	case BadInterior:
 		if len(h.live) == 0 {
-			return nil
+			return nil, done, errNone
 		}
 		o := h.live[h.nth(pick)]
 		if cap(o) < 2 {
-			return nil
+			return nil, done, errNone
 		}
 		b = o[:cap(o)][1+pick%(cap(o)-1):]
 	case BadGoHeap:
@@ -361,21 +430,20 @@ func (h *Harness) FreeBad(id, kind, pick int) error {
 	case BadOtherAllocator:
 		o, err := h.other.Alloc(1 + pick%100)
 		if err != nil {
-			return err
+			return nil, done, err
 		}
-		defer h.other.Free(o)
-		b = o
+		b, done = o, func() { h.other.Free(o) }
 	case BadDouble:
 		if len(h.freed) == 0 {
-			return nil
+			return nil, done, errNone
 		}
 		b = h.freed[pick%len(h.freed)]
 		if _, ok := h.live[addr(b)]; ok {
-			return nil // the address is live again: that would be a real free
+			return nil, done, errNone // the address is live again: that would be a real free
 		}
 	case BadWild:
 		if len(h.freed) == 0 && len(h.live) == 0 {
-			return nil
+			return nil, done, errNone
 		}
 		var o []byte
 		if len(h.freed) > 0 {
@@ -386,17 +454,21 @@ func (h *Harness) FreeBad(id, kind, pick int) error {
 		// An offset that keeps the pointer inside the reservation.
 		p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(o)), -int(addr(o)-h.M.Base())%spec.SuperblockSize+8*(pick%8192))
 		if uintptr(p) >= h.M.Base()+h.M.Size() {
-			return nil
+			return nil, done, errNone
 		}
 		b = unsafe.Slice((*byte)(p), 1)
 		if _, ok := h.live[addr(b)]; ok {
-			return nil
+			return nil, done, errNone
 		}
 	}
-	if _, err := h.free(id, b); err != nil {
-		return err
+	return b, done, nil
+}
+
+func ignoreNone(err error) error {
+	if err == errNone {
+		return nil
 	}
-	return h.step(nil)
+	return err
 }
 
 func (h *Harness) nth(pick int) uintptr {
@@ -404,12 +476,23 @@ func (h *Harness) nth(pick int) uintptr {
 	return objs[pick%len(objs)].Addr
 }
 
-// Flush flushes cache id (Front: the Allocator's).
+// Flush flushes cache id (Front: the Allocator's, every shard) and checks
+// that the flushed caches hold nothing and left nothing unpublished
+// (STATS-EXACT, flushed).
 func (h *Harness) Flush(id int) error {
 	if id == Front {
 		h.A.Flush()
 	} else if c := h.caches[id]; c != nil {
 		c.Flush()
+	} else {
+		h.closedCache(id).Flush() // a no-op
+		return h.step(nil)
+	}
+	if !h.M.Closed() {
+		s := h.A.Snapshot()
+		if vs := flushed(s, flushedIDs(s, id)); len(vs) > 0 {
+			return join(vs)
+		}
 	}
 	return h.step(nil)
 }
@@ -423,15 +506,33 @@ func (h *Harness) FlushAll() error {
 		h.caches[id].Flush()
 	}
 	h.A.Flush()
-	return join(CheckFlushed(h.A.Snapshot(), h.M))
+	s := h.A.Snapshot()
+	return join(append(CheckFlushed(s, h.M), flushed(s, nil)...))
 }
 
-// Trim returns empty memory to the OS (impl.Allocator.Trim).
+// Trim returns empty memory to the OS (impl.Allocator.Trim) and checks that it
+// did: the Allocator's caches are flushed and no pooled superblock is still
+// committed, so Committed is InUse (MEM-ACCOUNT).
 func (h *Harness) Trim() error {
 	err := h.A.Trim()
 	h.LastErr = err
 	if h.M.Closed() != (Kind(err) == oracle.Closed) || err != nil && Kind(err) != oracle.Closed {
 		return violation(spec.RuleRefines, "Trim: %v", err)
+	}
+	if err == nil {
+		s := h.A.Snapshot()
+		vs := flushed(s, frontIDs(s))
+		for _, st := range s.Superblocks {
+			if st.Dirty && st.State == impl.SBPool {
+				vs = append(vs, violation(spec.RuleMemAccount, "after Trim pooled superblock %d is still committed", st.Index))
+			}
+		}
+		if s.Stats.Committed != s.Stats.InUse {
+			vs = append(vs, violation(spec.RuleMemAccount, "after Trim Committed is %d, InUse %d", s.Stats.Committed, s.Stats.InUse))
+		}
+		if len(vs) > 0 {
+			return join(vs)
+		}
 	}
 	return h.step(nil)
 }
@@ -511,7 +612,11 @@ func (h *Harness) Check() error {
 		return nil
 	}
 	s := h.A.Snapshot()
-	return join(append(Check(s, h.M), NoFalsePoison(s)...))
+	vs := append(Check(s, h.M), NoFalsePoison(s)...)
+	if got := totalMisses(s); got != h.misses {
+		vs = append(vs, violation(spec.RuleStatsExact, "%d superblock-cache misses counted, the frees made %d", got, h.misses))
+	}
+	return join(vs)
 }
 
 func join(vs []*Violation) error {

@@ -22,6 +22,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -260,6 +261,24 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 		}
 		if need := oracle.LargeSpan(o.Usable); need != o.Superblocks {
 			vs = append(vs, violation(spec.RuleConserve, "large object %#x of %d bytes spans %d superblocks", o.Addr, o.Usable, o.Superblocks))
+		}
+	}
+	// Every superblock marked notified is on exactly one notification stack
+	// (an owner's, maybe its previous owner's, or the orphans'), and no other
+	// is: a notification on no stack is lost, and the remote frees it
+	// announces are never collected.
+	stacks := map[int]int{}
+	for _, i := range s.OrphanNotify {
+		stacks[i]++
+	}
+	for _, c := range s.Caches {
+		for _, i := range c.Notify {
+			stacks[i]++
+		}
+	}
+	for _, st := range s.Superblocks {
+		if n := stacks[st.Index]; st.Notified != (n == 1) || n > 1 {
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks", st.Index, st.Notified, n))
 		}
 	}
 	total := int(s.Size / uintptr(s.SuperblockSize))
@@ -518,8 +537,8 @@ func memAccount(s *impl.Snapshot) []*Violation {
 			if !st.Dirty {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
-		} else if st.Dirty {
-			dirtyPooled++
+		} else if st.Dirty && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay) {
+			dirtyPooled++ // past its decay (the timer has had it twice over)
 		}
 	}
 	sbs := uint64(s.SuperblockSize)
@@ -529,7 +548,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 	case s.Stats.InUse != uint64(inUse)*sbs:
 		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d superblocks are in use", s.Stats.InUse, inUse))
 	case dirtyPooled*s.SuperblockSize > s.Retain:
-		vs = append(vs, violation(spec.RuleMemAccount, "the pool keeps %d committed superblocks, Retain is %d bytes", dirtyPooled, s.Retain))
+		vs = append(vs, violation(spec.RuleMemAccount, "the pool keeps %d committed superblocks past their decay of %v, Retain is %d bytes", dirtyPooled, time.Duration(s.Decay), s.Retain))
 	}
 	return vs
 }

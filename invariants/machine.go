@@ -20,7 +20,7 @@ type machine struct {
 func newMachine(t *rapid.T) *machine {
 	opt := impl.Options{
 		Reserve:             rapid.SampledFrom([]int{16, 32, 64}).Draw(t, "superblocks") * spec.SuperblockSize,
-		SuperblockCacheWays: rapid.SampledFrom([]int{1, 16}).Draw(t, "ways"),
+		SuperblockCacheWays: rapid.SampledFrom([]int{1, 8, 16, 32}).Draw(t, "ways"), // every valid count
 		// Retain: keep everything (the default, 32 MiB), a few superblocks,
 		// or return memory at once: superblocks come back fresh from the OS.
 		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),
@@ -66,6 +66,9 @@ func drawSize(t *rapid.T) int {
 func (m *machine) alloc(t *rapid.T) {
 	id := m.cacheID(t, "cache")
 	n := drawSize(t)
+	if rapid.IntRange(0, 4).Draw(t, "edge?") == 0 {
+		n = rapid.SampledFrom(EdgeSizes(int(m.h.M.Size()))).Draw(t, "edgeSize")
+	}
 	align := 1
 	if rapid.IntRange(0, 4).Draw(t, "aligned?") == 0 {
 		align = 1 << rapid.IntRange(0, spec.SuperblockShift).Draw(t, "alignShift")
@@ -130,6 +133,73 @@ func (m *machine) allocBad(t *rapid.T) {
 
 func (m *machine) flush(t *rapid.T) { m.must(t, m.h.Flush(m.cacheID(t, "cache"))) }
 
+// flushFront is Allocator.Flush: every shard of the front.
+func (m *machine) flushFront(t *rapid.T) { m.must(t, m.h.Flush(Front)) }
+
+// reallocer draws who resizes the object at a: its owner, the Allocator, or
+// any open cache (often not the owner: the object moves).
+func (m *machine) reallocer(t *rapid.T, a uintptr) int {
+	switch rapid.IntRange(0, 2).Draw(t, "reallocBy") {
+	case 0:
+		return m.owner(a)
+	case 1:
+		return Front
+	}
+	return m.cacheID(t, "cache")
+}
+
+// realloc resizes a live object (or nil) to a size at one of its edges
+// (ReallocSizes) or any size, and sometimes again and again, so that an
+// object shrinks and grows back in place.
+func (m *machine) realloc(t *rapid.T) {
+	a, ok := m.pickLive(t)
+	if !ok || rapid.IntRange(0, 9).Draw(t, "nil?") == 0 {
+		m.must(t, m.h.Realloc(m.cacheID(t, "cache"), 0, drawSize(t)))
+		return
+	}
+	for range rapid.IntRange(1, 3).Draw(t, "reallocs") {
+		o, _ := m.h.M.LiveAt(a)
+		n := drawSize(t)
+		if rapid.Bool().Draw(t, "edge?") {
+			n = rapid.SampledFrom(ReallocSizes(o)).Draw(t, "edge")
+		}
+		m.must(t, m.h.Realloc(m.reallocer(t, a), a, n))
+		if m.h.LastErr != nil {
+			return
+		}
+		a = m.h.LastAddr
+	}
+}
+
+// reallocBad resizes what is not a live object: a freed one (whose slot may be
+// free, held or reused), an interior or foreign pointer; or with a bad size.
+func (m *machine) reallocBad(t *rapid.T) {
+	id := m.cacheID(t, "cache")
+	if a, ok := m.pickLive(t); ok && rapid.IntRange(0, 3).Draw(t, "badSize?") == 0 {
+		n := rapid.SampledFrom([]int{-1, -1 << 40, spec.MaxAlloc + 1, int(m.h.M.Size()) + 1}).Draw(t, "badSize")
+		m.must(t, m.h.Realloc(m.reallocer(t, a), a, n))
+		return
+	}
+	kind := rapid.IntRange(0, NumBad-1).Draw(t, "badKind")
+	n := drawSize(t)
+	same := rapid.Bool().Draw(t, "sameClass?") // a freed object's slot may be held by its owner
+	m.must(t, m.h.ReallocBad(id, kind, rapid.IntRange(0, 1<<20).Draw(t, "pick"), func(c int) int {
+		if same && c > 0 {
+			return c - n%2 // its own class, but not always its whole size
+		}
+		return n
+	}))
+}
+
+// freeTail frees where no object starts, at the far edge of a live object's
+// superblock or of the object itself, through any cache (owner or not) or the
+// Allocator (FREE-INVALID).
+func (m *machine) freeTail(t *rapid.T) {
+	if a, ok := m.pickLive(t); ok {
+		m.must(t, m.h.FreeTail(m.cacheID(t, "cache"), a, rapid.Bool().Draw(t, "lastByte")))
+	}
+}
+
 func (m *machine) flushAll(t *rapid.T) { m.must(t, m.h.FlushAll()) }
 
 func (m *machine) trim(t *rapid.T) { m.must(t, m.h.Trim()) }
@@ -162,7 +232,7 @@ func (m *machine) useClosed(t *rapid.T) {
 		return
 	}
 	id := rapid.SampledFrom(closed).Draw(t, "closedCache")
-	switch rapid.IntRange(0, 3).Draw(t, "closedOp") {
+	switch rapid.IntRange(0, 5).Draw(t, "closedOp") {
 	case 0:
 		m.must(t, m.h.Alloc(id, drawSize(t), 1))
 	case 1:
@@ -173,6 +243,12 @@ func (m *machine) useClosed(t *rapid.T) {
 		m.must(t, m.h.CloseCache(id))
 	case 3:
 		m.must(t, m.h.Flush(id))
+	case 4:
+		m.must(t, m.h.Realloc(id, 0, drawSize(t)))
+	case 5:
+		if a, ok := m.pickLive(t); ok {
+			m.must(t, m.h.Realloc(id, a, drawSize(t)))
+		}
 	}
 }
 
@@ -188,8 +264,15 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"freeBad":    m.freeBad,
 		"allocBad":   m.allocBad,
 		"flush":      m.flush,
+		"flushFront": m.flushFront,
 		"flushAll":   m.flushAll,
 		"trim":       m.trim,
+		"realloc":    m.realloc,
+		"realloc2":   m.realloc,
+		"reallocBad": m.reallocBad,
+		"freeTail":   m.freeTail,
+		"stats":      func(t *rapid.T) { m.must(t, m.h.Stats()) },
+		"leaks":      func(t *rapid.T) { m.must(t, m.h.Leaks()) },
 		"closeCache": m.closeCache,
 		"newCache":   m.newCache,
 		"useClosed":  m.useClosed,
@@ -201,8 +284,10 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 
 // RunMachine is the whole property, for rapid.Check and rapid.MakeFuzz: a
 // machine that drives several caches of one Allocator from one goroutine (alloc
-// of every size and alignment, local and cross-cache frees, bad frees of every
-// kind, flushes, cache close and open, calls on closed caches) in a reservation
+// of every size and alignment, sizes at every edge, Realloc in place and moving,
+// local and cross-cache frees, bad frees and Reallocs of every kind, frees at
+// superblock tails, flushes, Trim, Stats and Leaks, cache close and open, calls
+// on closed caches), with every superblock-cache way count, in a reservation
 // of 16 to 64 superblocks, so that superblocks are recycled across classes and
 // owners and the allocator runs out of memory; every invariant runs after every
 // step (the "" action). Then everything is freed (EMPTY) and the Allocator

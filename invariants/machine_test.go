@@ -36,7 +36,10 @@ func TestMain(m *testing.M) {
 
 // TestMachine checks STATS-LEAD, STATS-LAG, STATS-EXACT, CACHE-COHERENT,
 // NO-OVERLAP, ALIGN, ZEROED, INTEGRITY, CONSERVE, FREE-DOUBLE, FREE-INVALID,
-// EMPTY, REFINES, OOM-REAL and LARGE-EXACT after every step.
+// EMPTY, REFINES, OOM-REAL, LARGE-EXACT and MEM-ACCOUNT after every step,
+// over the whole API: Alloc, AllocAligned, Realloc, Free, Flush and Close of
+// caches, and the Allocator's Alloc, Realloc, Free, Flush, Trim, Stats and
+// Leaks.
 func TestMachine(t *testing.T) {
 	rapid.Check(t, invariants.RunMachine)
 }

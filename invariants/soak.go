@@ -517,7 +517,7 @@ func (r *SoakReport) String() string {
 	fmt.Fprintf(&b, "| objects handed between goroutines | %d |\n", r.Handoff)
 	fmt.Fprintf(&b, "| goroutine-safe Allocator calls | %d |\n", r.FrontCalls)
 	fmt.Fprintf(&b, "| superblock-cache hit rate (small frees) | %.2f%% (%d misses / %d) |\n", 100*r.HitRate(), r.SBCacheMisses, r.SmallFrees)
-	fmt.Fprintf(&b, "| bad frees made (all rejected as the model said) | %d |\n", r.BadFrees)
+	fmt.Fprintf(&b, "| bad and stale frees made (each judged as the model and its address allow) | %d |\n", r.BadFrees)
 	fmt.Fprintf(&b, "| out-of-memory (then freed and went on) | %d |\n", r.OOMs)
 	fmt.Fprintf(&b, "| caches closed and reopened | %d |\n", r.Reopens)
 	fmt.Fprintf(&b, "| invariant checks (of which after a full flush) | %d (%d) |\n", r.Checks, r.FlushChecks)

@@ -28,10 +28,11 @@ func main() {
 	reserve := flag.String("reserve", "", "reservation size, e.g. 24MiB (default: 3 MiB per goroutine)")
 	ways := flag.Int("ways", 16, "superblock-cache ways: 1, 8, 16 or 32")
 	every := flag.Duration("check-every", 100*time.Millisecond, "time between invariant checks")
+	debug := flag.Bool("debug", false, "debug mode: freed memory poisoned, writes after free reported (none is made)")
 	flag.Parse()
 
 	cfg := invariants.SoakConfig{
-		Goroutines: *goroutines, Duration: *duration, Seed: *seed, Ways: *ways, CheckEvery: *every,
+		Goroutines: *goroutines, Duration: *duration, Seed: *seed, Ways: *ways, CheckEvery: *every, Debug: *debug,
 		Reserve: 3 << 20 * max(*goroutines, 1),
 		Progress: func(p invariants.SoakProgress) {
 			fmt.Printf("refcheck %6.1fs  ops %10d  frees %9d (%4.1f%% remote)  oom %7d  live %6d  checks %5d  violations %d\n",

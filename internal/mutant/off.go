@@ -6,23 +6,59 @@ package mutant
 func Active() string { return "" }
 
 const (
-	CapacityCredit    = false
-	NoFlushDebit      = false
-	CounterWrap       = false
-	StaleSBCache      = false
-	StaleOwner        = false
-	LostRemote        = false
-	RemoteIntoLocal   = false
-	NoDoubleFreeCheck = false
-	NoZero            = false
-	GenWrap           = false
-	AdoptStale        = false
-	PoisonBeforeTag   = false
-	OOMNoFlush        = false
-	LargeOOMNoFlush   = false
-	FrontNoToken      = false
-	TokenLeak         = false
-	FlushNoWait       = false
+	CapacityCredit      = false
+	NoFlushDebit        = false
+	CounterWrap         = false
+	StaleSBCache        = false
+	StaleOwner          = false
+	LostRemote          = false
+	RemoteIntoLocal     = false
+	NoDoubleFreeCheck   = false
+	NoZero              = false
+	GenWrap             = false
+	AdoptStale          = false
+	PoisonBeforeTag     = false
+	OOMNoFlush          = false
+	LargeOOMNoFlush     = false
+	PublishLate         = false
+	CollectNoPublish    = false
+	RelistFull          = false
+	KeepEmpty           = false
+	NoCoalesce          = false
+	SkipExactRun        = false
+	DecommitCount       = false
+	RetainIgnored       = false
+	TrimNoop            = false
+	DirtyAsFresh        = false
+	LargeNoClear        = false
+	LargeLiveBytes      = false
+	OrphanCount         = false
+	CloseMisses         = false
+	RetiredInvalid      = false
+	LeaksHeld           = false
+	FrontFlushSkip      = false
+	AlignIgnored        = false
+	DebugNoVerify       = false
+	DebugSiteWrong      = false
+	ClosedAlloc         = false
+	RemoteTail          = false
+	LocalTail           = false
+	StalePoolNil        = false
+	NotifyClosed        = false
+	AcquireNoInvalidate = false
+	HeldNotChecked      = false
+	PendingNotChecked   = false
+	PoisonWrongGroup    = false
+	LeakCountLarge      = false
+	LargeInterior       = false
+	MissBatchShort      = false
+	StampSameGen        = false
+	NoRestamp           = false
+	DropForward         = false
+	NoDecay             = false
+	FrontNoToken        = false
+	TokenLeak           = false
+	FlushNoWait         = false
 )
 
 func Drop() bool { return false }

@@ -1,0 +1,380 @@
+// The rest of the public API in the Harness: Realloc, the Allocator's Stats
+// and Leaks, frees at the edges of superblocks and objects, and every front
+// shard.
+
+package invariants
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// frontDepths is how many stack depths, 8 KiB apart, calls on Front cycle
+// through (call).
+const frontDepths = 16
+
+// call runs f, a call on cache id. A single goroutine would meet one of the
+// front's internal caches only — its P's (FRONT-EXCLUSIVE), or, in the portable
+// build, the home shard of its stack address — and what Allocator.Flush and
+// Trim do to the others would go unchecked. So every other call on Front runs
+// on one internal cache after another (Allocator.WithFrontCache, through
+// frontAPI), and the rest go through the Allocator's methods, deeper on the
+// stack by a multiple of 8 KiB that changes from call to call (for the shards).
+func (h *Harness) call(id int, f func()) {
+	if id != Front {
+		f()
+		return
+	}
+	h.frontCalls++
+	if h.frontCalls%2 == 1 {
+		h.route = h.frontCalls / 2 % h.A.FrontCaches()
+	}
+	defer func() { h.route = -1 }()
+	deeper(h.frontCalls%frontDepths, f)
+}
+
+// frontAPI is Front's api: the Allocator's methods, or, for a call that call
+// routed, one of the front's internal caches.
+type frontAPI struct{ h *Harness }
+
+func (f frontAPI) via(do func(api)) {
+	if i := f.h.route; i >= 0 {
+		f.h.A.WithFrontCache(i, func(c *impl.Cache) { do(c) })
+		return
+	}
+	do(f.h.A)
+}
+
+func (f frontAPI) Alloc(n int) (b []byte, err error) {
+	f.via(func(x api) { b, err = x.Alloc(n) })
+	return b, err
+}
+
+func (f frontAPI) AllocAligned(n, align int) (b []byte, err error) {
+	f.via(func(x api) { b, err = x.AllocAligned(n, align) })
+	return b, err
+}
+
+func (f frontAPI) Realloc(b []byte, n int) (r []byte, err error) {
+	f.via(func(x api) { r, err = x.Realloc(b, n) })
+	return r, err
+}
+
+func (f frontAPI) Free(b []byte) (err error) {
+	f.via(func(x api) { err = x.Free(b) })
+	return err
+}
+
+var sink byte
+
+// deeper runs f d frames of 8 KiB further down the stack.
+//
+//go:noinline
+func deeper(d int, f func()) {
+	if d == 0 {
+		f()
+		return
+	}
+	var pad [8 << 10]byte
+	pad[d] = byte(d)
+	deeper(d-1, f)
+	sink += pad[d]
+}
+
+func flushedIDs(s *impl.Snapshot, id int) []int {
+	if id == Front {
+		return frontIDs(s)
+	}
+	return []int{id}
+}
+
+// flushed (STATS-EXACT, the mechanism): caches ids (nil: all) have just
+// flushed, so they hold no objects, and every superblock they own has its
+// remote frees collected and its local frees published.
+func flushed(s *impl.Snapshot, ids []int) []*Violation {
+	var vs []*Violation
+	mine := func(id int) bool { return ids == nil || slices.Contains(ids, id) }
+	for _, c := range s.Caches {
+		if mine(c.ID) && len(c.Held) != 0 {
+			vs = append(vs, violation(spec.RuleStatsExact, "cache %d holds %d groups after Flush", c.ID, len(c.Held)))
+		}
+	}
+	for _, st := range s.Superblocks {
+		if st.State != impl.SBSmall || st.Owner < 0 || !mine(st.Owner) {
+			continue
+		}
+		if st.LocalFreed != 0 || slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
+			vs = append(vs, violation(spec.RuleStatsExact, "superblock %d of cache %d after Flush: %d local frees unpublished, pending %x",
+				st.Index, st.Owner, st.LocalFreed, st.Pending))
+		}
+	}
+	return vs
+}
+
+// Realloc resizes the live object at a (0: Realloc(nil, n)) to n bytes on
+// cache id (Front: the Allocator's) after checking its fill, and checks the
+// outcome: with the model (oracle.Model.Realloc), with the snapshot's exact
+// prediction of whether a small object stays in place (expectInPlace), and the
+// bytes: the first min(len, n) keep the fill (INTEGRITY), every byte from there
+// to the capacity reads zero (ZEROED), and a failed call leaves the object as
+// it was.
+func (h *Harness) Realloc(id int, a uintptr, n int) error {
+	var b []byte
+	if a != 0 {
+		var ok bool
+		if b, ok = h.live[a]; !ok {
+			return fmt.Errorf("harness: %#x is not live", a)
+		}
+		if v := h.intact(a); v != nil {
+			return v
+		}
+	}
+	return h.realloc(id, b, n)
+}
+
+// ReallocSlice is Realloc of b, whatever it is: a freed object, an interior
+// or foreign pointer. A live object goes to Realloc.
+func (h *Harness) ReallocSlice(id int, b []byte, n int) error {
+	if _, ok := h.live[addr(b)]; ok {
+		return h.Realloc(id, addr(b), n)
+	}
+	return h.realloc(id, b, n)
+}
+
+// intact (INTEGRITY) checks that every byte of the live object at a holds its fill.
+func (h *Harness) intact(a uintptr) *Violation {
+	b := h.live[a]
+	for i, x := range b[:cap(b)] {
+		if x != h.fills[a] {
+			return violation(spec.RuleIntegrity, "object %#x byte %d is %#x, was filled with %#x", a, i, x, h.fills[a])
+		}
+	}
+	return nil
+}
+
+func (h *Harness) realloc(id int, b []byte, n int) error {
+	old := addr(b)
+	_, live := h.live[old]
+	c := h.cache(id)
+	inPlace, sure := false, false
+	if c == nil {
+		c = h.closedCache(id)
+	} else if o, _ := h.M.LiveAt(old); live && n >= 0 && !h.M.Closed() && o.Class != spec.Large {
+		// A small object moves to another class for sure; only within its
+		// class does the owner decide, which takes a snapshot to know.
+		inPlace, sure = false, true
+		if oracle.ClassOf(n, 1) == o.Class {
+			inPlace, sure = expectInPlace(h.A.Snapshot(), id, old, n)
+		}
+	}
+	var r []byte
+	var err error
+	m0 := h.missesNow()
+	h.call(id, func() { r, err = c.Realloc(b, n) })
+	h.misses += h.missesNow() - m0 // a moving Realloc frees: maybe a miss
+	h.LastErr = err
+	got := Kind(err)
+	if v := h.M.Realloc(id, old, n, addr(r), len(r), cap(r), got); v != nil {
+		return v
+	}
+	if sure && got == oracle.OK && (addr(r) == old) != inPlace {
+		return violation(spec.RuleRefines, "Realloc(%#x, %d) on cache %d: in place %v, the snapshot says %v (a small object stays exactly when the cache owns it and its class serves n)",
+			old, n, id, addr(r) == old, inPlace)
+	}
+	if err != nil {
+		if got == oracle.OutOfMemory {
+			var ids []int
+			if id != Front {
+				ids = []int{id}
+			}
+			if vs := CheckOOM(h.A.Snapshot(), ids, n, 1); len(vs) > 0 {
+				return vs[0]
+			}
+		}
+		if live { // b is untouched and still live
+			if v := h.intact(old); v != nil {
+				return v
+			}
+		}
+		return h.step(nil)
+	}
+	keep := min(len(b), n)
+	full := r[:cap(r)]
+	for i := range keep {
+		if live && full[i] != h.fills[old] {
+			return violation(spec.RuleIntegrity, "Realloc(%#x, %d) = %#x: kept byte %d is %#x, was filled with %#x", old, n, addr(r), i, full[i], h.fills[old])
+		}
+	}
+	for i := keep; i < len(full); i++ {
+		if full[i] != 0 {
+			return violation(spec.RuleZeroed, "Realloc(%#x, %d) = %#x: byte %d of %d past the %d kept is %#x", old, n, addr(r), i, cap(r), keep, full[i])
+		}
+	}
+	if live {
+		delete(h.live, old)
+		delete(h.fills, old)
+		if addr(r) != old {
+			h.freed = append(h.freed, b)
+		}
+	}
+	h.fill++
+	if h.fill == 0 {
+		h.fill = 1
+	}
+	for i := range full {
+		full[i] = h.fill
+	}
+	h.live[addr(r)] = r
+	h.fills[addr(r)] = h.fill
+	h.LastAddr = addr(r)
+	return h.step(nil)
+}
+
+// expectInPlace predicts from a snapshot whether cache id's Realloc of the live
+// object at a to n >= 0 bytes stays in place, for a small object: exactly when
+// the cache owns its superblock and the oracle's class of n is its class
+// (impl.Cache.Realloc: "a small object of this cache whose class also serves
+// n"). sure is false when the snapshot cannot say: a large object (the model
+// decides those), or Front with a front cache owning it (which shard serves the
+// call is the front's business).
+func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bool) {
+	i := int((a - s.Base) / uintptr(s.SuperblockSize))
+	k := slices.IndexFunc(s.Superblocks, func(st impl.SuperblockState) bool { return st.Index == i })
+	if k < 0 || s.Superblocks[k].State != impl.SBSmall {
+		return false, false
+	}
+	st := &s.Superblocks[k]
+	switch {
+	case oracle.ClassOf(n, 1) != st.Class:
+		return false, true
+	case id == Front:
+		return false, !slices.Contains(frontIDs(s), st.Owner)
+	}
+	return st.Owner == id, true
+}
+
+// Stats reads Allocator.Stats at this quiescent point and checks every field
+// the model and the harness predict: it is the snapshot's (which Check
+// judges); the classes are the table's; Reserved is the reservation; the
+// counters keep STATS-LEAD, STATS-LAG and LARGE-EXACT against the model
+// (oracle.Model.CheckStats, StatsNow); the large objects and their superblocks
+// are the model's (LARGE-EXACT, MEM-ACCOUNT); the small and orphaned superblocks
+// and the event counters are the snapshot's (statsFields; InvalidFrees and
+// DoubleFrees are the model's, by badFrees); no write after free was made
+// (DEBUG-POISON).
+func (h *Harness) Stats() error {
+	if h.M.Closed() {
+		return nil
+	}
+	st := h.A.Stats()
+	s := h.A.Snapshot()
+	vs := append(h.M.CheckStats(StatsView(st), len(s.Caches), false), StatsNow(st)...)
+	vs = append(vs, NoFalsePoison(s)...)
+	if d := cmp.Diff(s.Stats, st); d != "" {
+		vs = append(vs, violation(spec.RuleRefines, "Stats differs from the snapshot's at a quiescent point (-snapshot +Stats):\n%s", d))
+	}
+	if st.Reserved != uint64(h.M.Size()) || len(st.Classes) != spec.NumClasses {
+		vs = append(vs, violation(spec.RuleMemAccount, "Stats: Reserved %d, %d classes; the reservation is %d bytes", st.Reserved, len(st.Classes), h.M.Size()))
+	}
+	for k, c := range st.Classes {
+		if c.Class != k || c.Size != spec.ClassSize(k) || c.SlabObjects != spec.ClassObjects(k) {
+			vs = append(vs, violation(spec.RuleRefines, "Stats.Classes[%d] is %+v, not the table's class", k, c))
+		}
+	}
+	var large, spans uint64
+	for _, o := range h.M.Live() {
+		if o.Class == spec.Large {
+			large++
+			spans += uint64(oracle.LargeSpan(o.Usable))
+		}
+	}
+	if st.Large.LiveObjects != large || uint64(st.LargeSuperblocks) != spans {
+		vs = append(vs, violation(spec.RuleLargeExact, "Stats: %d large objects in %d superblocks, the model has %d in %d",
+			st.Large.LiveObjects, st.LargeSuperblocks, large, spans))
+	}
+	sbs, _ := smalls(s)
+	vs = append(vs, statsFields(s, sbs)...) // the superblocks by kind, the event counters
+	return join(vs)
+}
+
+// Leaks checks Allocator.Leaks at this quiescent point: exactly the model's
+// live objects, each with its address, usable size and class (held objects are
+// not live: REFINES), and an allocation site in debug mode only.
+func (h *Harness) Leaks() error {
+	if h.M.Closed() {
+		return nil
+	}
+	got := h.A.Leaks()
+	sort.Slice(got, func(i, j int) bool { return got[i].Addr < got[j].Addr })
+	want := h.M.Live()
+	type leak struct {
+		Addr        uintptr
+		Size, Class int
+	}
+	var g, w []leak
+	for _, l := range got {
+		g = append(g, leak{l.Addr, l.Size, l.Class})
+		if (l.Site != "") != h.debug {
+			return violation(spec.RuleRefines, "Leaks: object %#x has site %q, debug mode %v", l.Addr, l.Site, h.debug)
+		}
+	}
+	for _, o := range want {
+		w = append(w, leak{o.Addr, o.Usable, o.Class})
+	}
+	if d := cmp.Diff(w, g); d != "" {
+		return violation(spec.RuleRefines, "Leaks lists other objects than the live ones (-model +Leaks):\n%s", d)
+	}
+	return nil
+}
+
+// FreeTail frees, on cache id, an address at the far edge of the live object
+// at a where no object starts. For a small object: the tail of its superblock,
+// the first byte past its last object (ClassObjects(k)*ClassSize(k), when that
+// is inside the superblock; else nothing is freed), or with last, the last
+// object's last byte. For a large object: the first byte past its pages, or
+// with last, its last byte. ExpectFree says ErrInvalidPointer for each
+// (FREE-INVALID), and free checks it.
+func (h *Harness) FreeTail(id int, a uintptr, last bool) error {
+	o, ok := h.M.LiveAt(a)
+	if !ok {
+		return fmt.Errorf("harness: %#x is not live", a)
+	}
+	end := o.Usable // large: past its pages
+	if o.Class != spec.Large {
+		sb := int((a - h.M.Base()) % spec.SuperblockSize)
+		end = spec.ClassObjects(o.Class)*spec.ClassSize(o.Class) - sb
+		if !last && sb+end >= spec.SuperblockSize {
+			return nil // the objects fill the superblock: no tail
+		}
+	}
+	if last {
+		end--
+	}
+	return h.FreeOffset(id, h.live[a], end)
+}
+
+// FreeOffset frees, on cache id, the byte delta bytes from the start of
+// anchor (an object of the Allocator, live or freed), if that is inside the
+// reservation, and checks the outcome (model, ExpectFree).
+func (h *Harness) FreeOffset(id int, anchor []byte, delta int) error {
+	p := int(addr(anchor)-h.M.Base()) + delta
+	if p < 0 || p >= int(h.M.Size()) {
+		return nil
+	}
+	b := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(anchor)), delta)), 1)
+	if _, ok := h.live[addr(b)]; ok {
+		return h.Free(id, addr(b))
+	}
+	if _, err := h.free(id, b); err != nil {
+		return err
+	}
+	return h.step(nil)
+}

@@ -1,0 +1,45 @@
+// Sizes at the edges: where a rule changes its answer by one byte.
+
+package invariants
+
+import (
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// EdgeSizes are the request sizes where the answer changes by one byte, for a
+// reservation of the given bytes: every class's size and one more (ZEROED,
+// ALIGN: the next class), MaxSmall and one more (large), the page boundaries
+// above it up to three superblocks (k*4096-1, k*4096, k*4096+1: one page more),
+// and the reservation's size and one less (ErrOutOfMemory unless the pool is
+// whole) and one more (ErrTooLarge).
+func EdgeSizes(reservation int) []int {
+	var out []int
+	for k := range spec.NumClasses {
+		out = append(out, spec.ClassSize(k), spec.ClassSize(k)+1)
+	}
+	for p := spec.MaxSmall / spec.PageSize; p <= 3*spec.SuperblockSize/spec.PageSize; p++ {
+		out = append(out, p*spec.PageSize-1, p*spec.PageSize, p*spec.PageSize+1)
+	}
+	return append(out, 0, reservation-1, reservation, reservation+1)
+}
+
+// ReallocSizes are the sizes where Realloc of the live object o changes its
+// answer (oracle.Model.Realloc). Small, of class k: the class's bounds,
+// ClassSize(k) and one more (moves), ClassSize(k-1)+1 (the least that stays)
+// and one less, and MaxSmall+1 (large). Large, of p pages: its pages and one
+// byte more (moves), one page less and one byte more, and the 2x limit: the
+// least that stays, ((p+1)/2-1) pages and a byte, and one byte less (moves),
+// and 0.
+func ReallocSizes(o oracle.Object) []int {
+	if o.Class != spec.Large {
+		k, lo := o.Class, 0
+		if k > 0 {
+			lo = spec.ClassSize(k-1) + 1
+		}
+		return []int{spec.ClassSize(k), spec.ClassSize(k) + 1, lo, max(lo-1, 0), (lo + spec.ClassSize(k)) / 2, spec.MaxSmall + 1}
+	}
+	p := o.Usable / spec.PageSize
+	least := ((p+1)/2-1)*spec.PageSize + 1
+	return []int{o.Usable, o.Usable + 1, o.Usable - spec.PageSize, o.Usable - spec.PageSize + 1, least, least - 1, 0, o.Usable / 2}
+}

@@ -1,0 +1,127 @@
+package oracle
+
+import "github.com/refalloc/refalloc/spec"
+
+// Realloc checks Realloc(b, n) on cache id (-1: the Allocator's), where old is
+// b's address (0: a nil or zero-capacity b), which returned an object at addr
+// with len length and capacity capacity, or the error got. The rules, in the
+// words of impl.Cache.Realloc's doc:
+//
+//   - Realloc(nil, n) is Alloc(n).
+//   - n < 0 is ErrInvalidSize, decided before anything else (a closed cache
+//     too); then a closed cache or Allocator is ErrClosed, a size beyond the
+//     reservation ErrTooLarge. b is untouched.
+//   - A live b stays in place, len n, same capacity, when that is free: a small
+//     object whose class also serves n (and the cache owns it: the model does
+//     not know owners, so for a small object in place is allowed, not
+//     required; invariants.Harness.Realloc judges it by a snapshot), or a large
+//     object whose pages hold n and are no more than twice the pages n needs
+//     (required). In place changes no counter.
+//   - Otherwise it moves: Alloc(n) (natural alignment: capacity UsableSize(n, 1)),
+//     copy, Free(b). That is one allocation of n's class and one free of b's.
+//     Running out of memory leaves b untouched and still live.
+//   - A b that is not live is never resized: the move's Alloc(n) happens (and
+//     may fail as above), then the free of b is refused as Free judges it
+//     (FREE-DOUBLE, FREE-INVALID) and the new object is freed again — one
+//     allocation and one free of n's class — or, a remote free that cannot see
+//     the owner's state, accepted to be found later, and the new object is live.
+//     Never is b's own address the result: that would be a freed object.
+func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capacity int, got Kind) *Violation {
+	if old == 0 {
+		return m.Alloc(id, n, 1, addr, length, capacity, got)
+	}
+	want := OK
+	switch {
+	case n < 0:
+		want = InvalidSize
+	case !m.usable(id):
+		want = Closed
+	case n > spec.MaxAlloc || uintptr(n) > m.size:
+		want = TooLarge
+	}
+	if want != OK {
+		if got != want {
+			return violation(spec.RuleRefines, "Realloc(%#x, %d) returned %v, want %v", old, n, got, want)
+		}
+		return nil
+	}
+	o, live := m.live[old]
+	inPlace := live && resizable(o, n)
+	if got == OK && addr == old {
+		switch {
+		case !inPlace && !live:
+			return violation(spec.RuleFreeDouble, "Realloc(%#x, %d) of an object that is not live returned it", old, n)
+		case !inPlace:
+			return violation(spec.RuleRefines, "Realloc(%#x, %d) stayed in place, but class %d of %d bytes cannot hold it there", old, n, o.Class, o.Usable)
+		case length != n || capacity != o.Usable:
+			return violation(spec.RuleRefines, "Realloc(%#x, %d) in place: len %d cap %d, want len %d cap %d", old, n, length, capacity, n, o.Usable)
+		}
+		o.Size = n
+		m.live[old] = o
+		return nil
+	}
+	if inPlace && o.Class == spec.Large {
+		return violation(spec.RuleRefines, "Realloc(%#x, %d) of a large object of %d bytes returned %v at %#x, want it in place", old, n, o.Usable, got, addr)
+	}
+	if got == OutOfMemory {
+		return nil // the allocator's call (OOM-REAL: invariants); b is untouched
+	}
+	if live {
+		if got != OK {
+			return violation(spec.RuleRefines, "Realloc(%#x, %d) of a live object returned %v", old, n, got)
+		}
+		if v := m.moved(id, n, addr, length, capacity); v != nil {
+			return v
+		}
+		delete(m.live, old)
+		m.counts[o.Class].Frees++
+		return nil
+	}
+	free, class := m.judgeFree(id, old)
+	switch {
+	case got == InvalidPointer || got == DoubleFree && free == DoubleFree:
+		m.badFrees++
+		if got == InvalidPointer {
+			m.invalid++
+		}
+		k := ClassOf(n, 1) // the new object, allocated and freed again
+		m.counts[k].Allocs++
+		m.counts[k].Frees++
+		return nil
+	case got == OK && free == DoubleFree:
+		m.badFrees++
+		m.deferred++
+		return m.moved(id, n, addr, length, capacity)
+	}
+	rule := spec.RuleFreeDouble
+	if free == InvalidPointer {
+		rule = spec.RuleFreeInvalid
+	}
+	return violation(rule, "Realloc(%#x, %d) of an object that is not live returned %v, its free is %v (class %d)", old, n, got, free, class)
+}
+
+// moved records the new object of a Realloc that moved: Alloc(n) on cache id.
+func (m *Model) moved(id, n int, addr uintptr, length, capacity int) *Violation {
+	o, v := m.NewObject(id, n, 1, addr, length, capacity)
+	if v != nil {
+		return v
+	}
+	if old, ok := m.live[addr]; ok { // NO-OVERLAP
+		return violation(spec.RuleNoOverlap, "Realloc(_, %d) = %#x, which is live since Alloc(%d)", n, addr, old.Size)
+	}
+	m.live[addr] = o
+	m.counts[o.Class].Allocs++
+	return nil
+}
+
+// resizable reports whether the live object o may become n bytes without
+// moving (Realloc): a small object whose class also serves n, so its capacity
+// does not change; a large object whose pages hold n and are no more than twice
+// the pages n needs (largeUsable: at least one), so that shrinking does not
+// strand more than half of it.
+func resizable(o Object, n int) bool {
+	if o.Class == spec.Large {
+		return n <= o.Usable && o.Usable <= 2*largeUsable(n)
+	}
+	return ClassOf(n, 1) == o.Class
+}
