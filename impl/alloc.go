@@ -184,6 +184,10 @@ type Allocator struct {
 	retain  int         // superblocks the pool keeps committed (Options.Retain)
 	decay   int64       // ns past-Retain superblocks stay committed (Options.Decay)
 	timer   *time.Timer // returns them when their time is up, nil when none waits
+	// decayNext: no dirty pooled superblock has waited the decay before this
+	// instant, so a release before it need not walk the pool (decayPool).
+	decayNext int64
+	poolWalks int // decommitPool's walks, for TestDecayWalksOncePerDecay
 	now     func() int64
 	// orphanNotify is the notification stack of orphaned superblocks; drained
 	// under mu.
@@ -435,15 +439,20 @@ func (a *Allocator) pooled(start, n uint32) {
 		a.lookup(uintptr(i)).pooledAt = now
 	}
 	a.counts.dirtyPooled += int(n)
+	a.decayNext = min(a.decayNext, now+a.decay)
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
 	}
 }
 
 // decayPool returns what has waited for Options.Decay past Retain, and arms
-// the timer for the rest. Under a.mu.
+// the timer for the rest. Before decayNext nothing can have waited that long,
+// and it does not walk the pool: a workload that releases superblocks all the
+// time past Retain (xmalloc-test) would walk it on every release. Under a.mu.
 func (a *Allocator) decayPool(now int64) {
-	a.decommitPool(a.retain/2, now-a.decay)
+	if now >= a.decayNext || mutant.NoDecay {
+		a.decommitPool(a.retain/2, now-a.decay)
+	}
 	if a.counts.dirtyPooled > a.retain && a.timer == nil && !a.closed.Load() {
 		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)
 	}
@@ -463,15 +472,42 @@ func (a *Allocator) decayLater() {
 // before back to the OS, highest address first (allocation takes the lowest
 // first), until at most keep remain. Contiguous ones go in one madvise.
 // Under a.mu.
-func (a *Allocator) decommitPool(keep int, before int64) error {
-	for r := len(a.runs) - 1; r >= 0 && a.counts.dirtyPooled > keep; r-- {
+func (a *Allocator) decommitPool(keep int, before int64) (err error) {
+	// When the walk sees every dirty superblock it keeps, the oldest of them
+	// sets decayNext; else it is not known, and the next release walks again.
+	const never = 1<<63 - 1
+	a.poolWalks++
+	young, all := int64(never), true
+	defer func() {
+		switch {
+		case !all || err != nil:
+			a.decayNext = 0
+		case young == never:
+			a.decayNext = never
+		default:
+			a.decayNext = young + a.decay
+		}
+	}()
+	for r := len(a.runs) - 1; r >= 0; r-- {
+		if a.counts.dirtyPooled <= keep {
+			all = false
+			break
+		}
 		// Walk the run down from its top, gathering a dirty stretch [lo, hi).
 		run := a.runs[r]
 		lo, hi := run.start+run.n, run.start+run.n
-		for lo > run.start && a.counts.dirtyPooled-int(hi-lo) > keep {
-			if sb := a.lookup(uintptr(lo - 1)); sb != nil && sb.dirty && (sb.pooledAt <= before || mutant.NoDecay) {
+		for lo > run.start {
+			if a.counts.dirtyPooled-int(hi-lo) <= keep {
+				all = false
+				break
+			}
+			sb := a.lookup(uintptr(lo - 1))
+			if sb != nil && sb.dirty && (sb.pooledAt <= before || mutant.NoDecay) {
 				lo--
 				continue
+			}
+			if sb != nil && sb.dirty {
+				young = min(young, sb.pooledAt)
 			}
 			if err := a.decommit(lo, hi); err != nil {
 				return err

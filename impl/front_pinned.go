@@ -120,7 +120,7 @@ func (pc *procCaches) pinned(p int) *Cache {
 	case c.busy.Load() != tokenFree:
 		return nil
 	}
-	if !c.tryEnter() { // FRONT-EXCLUSIVE
+	if (checks || yieldPoints) && !c.tryEnter() { // FRONT-EXCLUSIVE
 		unpinP(p)
 		panic(c.overlap())
 	}
