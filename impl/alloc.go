@@ -188,7 +188,7 @@ type Allocator struct {
 	// instant, so a release before it need not walk the pool (decayPool).
 	decayNext int64
 	poolWalks int // decommitPool's walks, for TestDecayWalksOncePerDecay
-	now     func() int64
+	now       func() int64
 	// orphanNotify is the notification stack of orphaned superblocks; drained
 	// under mu.
 	orphanNotify atomic.Pointer[superblock]
