@@ -59,10 +59,12 @@
 // with runtime.procPin (reached through go:linkname, as sync.Pool's own pin;
 // the runtime keeps it linkable), which makes the P's cache the caller's
 // alone until procUnpin, and runs the Cache's fast path on it with plain loads
-// and stores — no atomic read-modify-write, as on a Cache. Nothing blocks
-// while pinned: the slow path (refill, the central lock, release, madvise,
-// OnError) takes the cache's token with a CAS while pinned, unpins, and gives
-// the token back after; a call that finds the token held (its holder was
+// and stores — no atomic read-modify-write, as on a Cache. What never blocks
+// runs pinned too: the next group of the current superblock when nothing is
+// pending on it, a superblock-cache fill, a remote free's CAS. The rest of the
+// slow path (refill beyond that, the central lock, release, madvise, OnError)
+// takes the cache's token with a CAS while pinned, unpins, and gives the token
+// back after; a call that finds the token held (its holder was
 // descheduled) uses a shard, one of a few caches behind mutexes. Under -race
 // the fast path takes the token too, so the detector sees the order the P
 // gives. The caches belong to Ps: goroutines that come and go leave nothing

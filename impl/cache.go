@@ -368,10 +368,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 			}
 			e := c.way(i)
 			c.fillEntry(e, i, sb, rs, gen, k)
-			if c.misses++; c.misses == missBatch { // not a locked add on every miss
-				c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
-				c.misses = 0
-			}
+			c.countMiss()
 			switch {
 			case e.mine() && c.a.debug:
 				return c.freeDebug(e, off)
@@ -387,6 +384,43 @@ func (c *Cache) freeMiss(off uintptr) error {
 		}
 		return c.reject(errInvalid(addr, -1))
 	}
+}
+
+// countMiss counts a superblock-cache miss that filled an entry.
+func (c *Cache) countMiss() {
+	if c.misses++; c.misses == missBatch { // not a locked add on every miss
+		c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
+		c.misses = 0
+	}
+}
+
+// fillPinned is freeMiss's lock-free part, for the front's pinned path
+// (front_pinned.go), which must not block: for a miss on a small superblock
+// that has an owner, it fills the entry from the header as freeMiss does, so
+// that the pinned path can try again with a hit, and reports true. Everything
+// else — an orphan to adopt, a large object, a pooled superblock, a bad
+// address, debug mode, a header changing under it — it leaves to freeMiss,
+// unpinned, and reports false having changed nothing.
+func (c *Cache) fillPinned(off uintptr) bool {
+	a := c.a
+	if c.closed || a.closed.Load() || a.debug || off >= a.size {
+		return false
+	}
+	i := off >> spec.SuperblockShift
+	sb := a.lookup(i)
+	if sb == nil {
+		return false
+	}
+	rs := sb.remote.Load()
+	gen, state, k := unpackMeta(sb.meta.Load())
+	yield(YieldFreeHeader)
+	// CACHE-COHERENT: the remote set before and after the header, as freeMiss.
+	if state != stateSmall || sb.remote.Load() != rs || sb.owner.Load() == nil {
+		return false
+	}
+	c.fillEntry(c.way(i), i, sb, rs, gen, k)
+	c.countMiss()
+	return true
 }
 
 // publishLocal publishes sb's local frees and files sb by its new free count.
@@ -511,50 +545,89 @@ func (c *Cache) takeGroup(k int) bool {
 	cc := &c.cls[k]
 	sb := cc.sb
 	rs := sb.remote.Load()
+	g := sb.nextGroup()
+	if g < 0 {
+		return false // remote frees, if any, wait for drainNotify
+	}
+	// Collect the group's remote frees first: a pending bit on a free object
+	// is a double free, and must not survive into the held group.
+	c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
+	c.take(k, rs, g)
+	if checks {
+		c.checkLead(k)
+	}
+	return true
+}
+
+// takeGroupPinned is refill's first step, takeGroup, for the front's pinned
+// path (front_pinned.go), which must not block: it takes the current
+// superblock's next group only when nothing is pending on it (collecting could
+// find a double free and call OnError) and debug mode is off, and otherwise
+// reports false having changed nothing. The caller checks STATS-LEAD.
+func (c *Cache) takeGroupPinned(k int) bool {
+	cc := &c.cls[k&(clsSlots-1)]
+	sb := cc.sb
+	if sb == nil || c.a.debug {
+		return false
+	}
+	rs := sb.remote.Load()
+	g := sb.nextGroup()
+	if g < 0 || uint32(rs.w[g].Load()) != 0 {
+		return false
+	}
+	c.take(k, rs, g)
+	return true
+}
+
+// nextGroup is the group refill takes next: the first with a free object from
+// the cursor on, or -1.
+func (sb *superblock) nextGroup() int32 {
 	ng := int32(sb.groups())
 	for j := int32(0); j < ng; j++ {
 		g := sb.cursor + j
 		if g >= ng {
 			g -= ng
 		}
-		if sb.free[g] == 0 {
-			continue // its remote frees, if any, wait for drainNotify
+		if sb.free[g] != 0 {
+			return g
 		}
-		// Collect the group's remote frees first: a pending bit on a free
-		// object is a double free, and must not survive into the held group.
-		// Only free bits become held (NO-OVERLAP: a live object is never
-		// handed out again; CONSERVE: each object moves from one place to one).
-		c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
-		b := sb.free[g]
-		n := popcount(b)
-		sb.free[g] = 0
-		// nfree may go below zero: bits of localFreed are taken too, and are
-		// folded in at the next publishLocal; nfree+localFreed stays the count.
-		sb.nfree -= n
-		sb.cursor = g + 1
-		if sb.cursor == ng {
-			sb.cursor = 0
-		}
-		size := uint32(spec.ClassSize(k))
-		cc.bits, cc.group, cc.size = b, g, size
-		cc.base = unsafe.Add(c.a.sbAddr(sb), uintptr(g)*32*uintptr(size))
-		cc.rw = &rs.w[g]
-		if c.a.debug {
-			cc.rw = alwaysPending
-		}
-		cc.needzero = g*32 < sb.zeroedFrom
-		sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
-		credit := n // STATS-LEAD: the transfer, never the capacity
-		if mutant.CapacityCredit {
-			credit = min(32, sb.objects()-g*32)
-		}
-		c.creditAllocs(k, credit)
-		if checks {
-			c.checkLead(k)
-		}
-		return true
 	}
-	return false
+	return -1
+}
+
+// take moves the free objects of group g of class k's current superblock into
+// the held group and credits exactly that many allocations (STATS-LEAD). Only
+// free bits become held (NO-OVERLAP: a live object is never handed out again;
+// CONSERVE: each object moves from one place to one); the caller has
+// collected the group's remote frees, or seen none pending.
+func (c *Cache) take(k int, rs *remoteSet, g int32) {
+	cc := &c.cls[k]
+	sb := cc.sb
+	ng := int32(sb.groups())
+	b := sb.free[g]
+	n := popcount(b)
+	sb.free[g] = 0
+	// nfree may go below zero: bits of localFreed are taken too, and are
+	// folded in at the next publishLocal; nfree+localFreed stays the count.
+	sb.nfree -= n
+	sb.cursor = g + 1
+	if sb.cursor == ng {
+		sb.cursor = 0
+	}
+	size := uint32(spec.ClassSize(k))
+	cc.bits, cc.group, cc.size = b, g, size
+	cc.base = unsafe.Add(c.a.sbAddr(sb), uintptr(g)*32*uintptr(size))
+	cc.rw = &rs.w[g]
+	if c.a.debug {
+		cc.rw = alwaysPending
+	}
+	cc.needzero = g*32 < sb.zeroedFrom
+	sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
+	credit := n // STATS-LEAD: the transfer, never the capacity
+	if mutant.CapacityCredit {
+		credit = min(32, sb.objects()-g*32)
+	}
+	c.creditAllocs(k, credit)
 }
 
 // setCurrent makes sb the current superblock of class k and files the old one.

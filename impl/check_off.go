@@ -7,3 +7,4 @@ const checks = false
 func (c *Cache) checkHit(*sbEntry)           {}
 func (c *Cache) hitMismatch(*sbEntry) string { return "" }
 func (c *Cache) checkLead(int)               {}
+func (c *Cache) leadMismatch(int) string     { return "" }

@@ -45,7 +45,15 @@ func (c *Cache) hitMismatch(e *sbEntry) string {
 // checkLead checks, at refill, that what the cache holds of class k is within the
 // bound STATS-LEAD states.
 func (c *Cache) checkLead(k int) {
-	if held := popcount(c.cls[k].bits); held > int32(min(32, spec.ClassObjects(k))) {
-		panic(fmt.Sprintf("refalloc: %s: cache holds %d objects of class %d", spec.RuleStatsLead, held, k))
+	if msg := c.leadMismatch(k); msg != "" {
+		panic(msg)
 	}
+}
+
+// leadMismatch is checkLead's verdict: "" when within the bound.
+func (c *Cache) leadMismatch(k int) string {
+	if held := popcount(c.cls[k].bits); held > int32(min(32, spec.ClassObjects(k))) {
+		return fmt.Sprintf("refalloc: %s: cache holds %d objects of class %d", spec.RuleStatsLead, held, k)
+	}
+	return ""
 }

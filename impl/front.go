@@ -18,22 +18,26 @@ import (
 // layers.
 //
 // Per-P caches (front_pinned.go; removed by the build tag refalloc_portable).
-// Each P (runtime.GOMAXPROCS of them) has a Cache of its own, created the first
-// time a call runs on that P. A call pins its goroutine to its P
+// Each P has a Cache of its own, made at New for max(GOMAXPROCS, NumCPU) Ps
+// (a P past them, GOMAXPROCS raised later, uses the shards; the caches of Ps
+// that went away keep what they hold until Flush or Trim). A call pins its goroutine to its P
 // (runtime.procPin, as sync.Pool does: no preemption until procUnpin), and,
 // if nobody holds the P cache's token, runs the Cache's fast path on it with
 // plain loads and stores: a goroutine that runs on the P after it comes after
 // it, so the P's cache has one user at a time without an atomic
-// read-modify-write. Nothing may block while pinned, so everything beyond the
-// fast path (refill, the central lock, madvise, OnError) runs unpinned: the
-// call takes the cache's token (a CAS, while still pinned), unpins, runs the
-// Cache method, and releases the token (an atomic store). A goroutine that
+// read-modify-write. Nothing may block while pinned: besides the fast paths,
+// what is pinned is what never blocks (the current superblock's next group
+// when nothing is pending on it, a superblock-cache fill, a remote free's CAS
+// and notification); everything else (refill beyond that, the central lock,
+// madvise, OnError, debug mode) runs unpinned: the call takes the cache's
+// token (a CAS, while still pinned), unpins, runs the Cache method, and
+// releases the token (an atomic store). A goroutine that
 // meets a held token — its holder was descheduled in a slow path — uses the
 // shards instead. The caches belong to Ps, not to goroutines: goroutines that
-// come and go leave nothing behind, and there are never more per-P caches than
-// Ps have existed. Allocator.Flush, from outside the Ps, takes every token and
-// then stops the world for an instant (stopTheWorld) so that no fast path that
-// read a free token before it is still running.
+// come and go leave nothing behind, and the number of caches is fixed at New.
+// Allocator.Flush, from outside the Ps, takes every token and then stops the
+// world for an instant (waitUnpinned) so that no fast path that read a free
+// token before it is still running.
 //
 // In -race builds (pinSync) the fast path takes and releases the token too:
 // the race detector sees no ordering between two goroutines that ran on one P

@@ -219,14 +219,35 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 	p := pin()
 	c := a.front.procs.pinned(p)
 	if c != nil && uint(n) <= spec.MaxSmall {
-		cc := &c.cls[spec.SizeToClass(n)&(clsSlots-1)]
-		if b := cc.next(); b != 0 {
+		k := spec.SizeToClass(n)
+		cc := &c.cls[k&(clsSlots-1)]
+		b := cc.next()
+		if b == 0 && cc.bits == 0 && c.refillPinned(p, k) {
+			b = cc.next()
+		}
+		if b != 0 {
 			r := cc.pop(b, n)
 			unpin(p, c)
 			return r, nil
 		}
 	}
 	return a.allocSlow(p, c, n, 1)
+}
+
+// refillPinned is the first step of a refill, pinned: the current
+// superblock's next group (Cache.takeGroupPinned), and the check STATS-LEAD
+// makes of it in refalloc_check builds (a pinned goroutine must not panic).
+func (c *Cache) refillPinned(p, k int) bool {
+	if !c.takeGroupPinned(k) {
+		return false
+	}
+	if checks {
+		if msg := c.leadMismatch(k); msg != "" {
+			unpinP(p)
+			panic(msg)
+		}
+	}
+	return true
 }
 
 // AllocAligned is Cache.AllocAligned, safe for concurrent use.
@@ -236,7 +257,11 @@ func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 	if c != nil && uint(n) <= spec.MaxSmall && spec.ValidAlign(align) {
 		if k := spec.AlignedClass(n, align); k != spec.Large {
 			cc := &c.cls[k&(clsSlots-1)]
-			if b := cc.next(); b != 0 {
+			b := cc.next()
+			if b == 0 && cc.bits == 0 && c.refillPinned(p, k) {
+				b = cc.next()
+			}
+			if b != 0 {
 				r := cc.pop(b, n)
 				unpin(p, c)
 				return r, nil
@@ -256,10 +281,14 @@ func (a *Allocator) Free(b []byte) error {
 	c := a.front.procs.pinned(p)
 	if c != nil {
 		// Cache.free's fast path, by hand (a call costs), with the same checks
-		// (and mutants), declining what would need more; and the remote free
-		// of a hit on another cache's superblock, lock-free (Cache.free).
+		// (and mutants), declining what would need more; the remote free of a
+		// hit on another cache's superblock, lock-free (Cache.free); and, on a
+		// miss, the entry filled without blocking, and again.
 		i := off >> spec.SuperblockShift
 		e := &c.sbc[i&a.wayMask&(maxWays-1)] // c.way(i)
+		if e.key != i<<1|1 && e.key != i<<1 {
+			c.fillPinned(off) // fills e, or leaves it to freeSlow
+		}
 		if e.key == i<<1|1 {
 			if checks {
 				if msg := c.hitMismatch(e); msg != "" {
