@@ -43,6 +43,13 @@ type Params struct {
 	XMQueue   int
 	XMFrees   int64
 
+	// goroutines-G: alloc+free pairs in all, split among G lanes that run at
+	// once on 2 Ps; each lane is a chain of goroutines of GorLife pairs each,
+	// a successor inheriting its predecessor's objects. GorCounts are the Gs.
+	GorOps    int64
+	GorLife   int
+	GorCounts []int
+
 	// pair: alloc+free pairs per measurement (sizes above 256 B run
 	// n×256/size), keeping one block live, and in batches of 1000; sizes.
 	PairKeepN  int
@@ -65,6 +72,7 @@ func DefaultParams() Params {
 		CacheIterations: 1000, CacheObjSize: 1, CacheReps: 2000000,
 		XMSeconds: 3, XMSize: 64, XMBatch: 4096, XMQueue: 100,
 		PairKeepN: 10000000, PairBatchN: 10000000, PairSizes: []int{16, 64, 256, 4096},
+		GorOps: 8000000, GorLife: 1000, GorCounts: []int{2, 64, 1000},
 	}
 }
 
@@ -78,6 +86,7 @@ func QuickParams() Params {
 	p.XMSeconds = 0.5
 	p.PairKeepN = 2000000
 	p.PairBatchN = 2000000
+	p.GorOps = 1000000
 	return p
 }
 
@@ -155,6 +164,13 @@ func Workloads(p Params) []Workload {
 		{Name: fmt.Sprintf("xmalloc-test-%d", p.XMSize), Metric: "M/s", HigherIsBetter: true, RemoteFrees: true, Procs: twice,
 			Run:   func(e *Env) Result { return xmalloc(e, p) },
 			About: "T producers allocate, T consumers free: every free is remote"},
+	}
+	for _, g := range p.GorCounts {
+		ws = append(ws, Workload{
+			Name: fmt.Sprintf("goroutines-%d", g), Metric: "ns", SingleThreaded: true, RemoteFrees: true, Procs: func(int) int { return 2 },
+			Run:   func(e *Env) Result { return goroutines(e, p, g) },
+			About: fmt.Sprintf("%d goroutines at once on 2 Ps, each living %d alloc+free pairs (16–256 B, 8 kept) then handing its objects to a successor; ns per pair", g, p.GorLife),
+		})
 	}
 	for _, mode := range []string{"keep1", "batch1000"} {
 		for _, size := range p.PairSizes {
@@ -568,6 +584,59 @@ func xmalloc(env *Env, p Params) Result {
 		Value: float64(frees) / d.Seconds() / 1e6, Ops: frees, Elapsed: d,
 		HarnessBytes: int64(ncont) * int64(p.XMBatch) * sliceHeader,
 	}
+}
+
+// ---------------------------------------------------------------- goroutines
+
+// goroutines runs p.GorOps alloc+free pairs on g lanes at once (GOMAXPROCS 2):
+// each lane is a chain of short-lived goroutines, each with a Thread of its
+// own for p.GorLife pairs, on a ring of 8 objects of 16–256 B that it hands to
+// its successor, which frees them. The number of goroutines made is the same
+// for every g (GorOps/GorLife): only how many live at once changes, so the
+// per-pair cost should not.
+func goroutines(env *Env, p Params, g int) Result {
+	if g < 1 || p.GorLife < 1 || p.GorOps < int64(g) {
+		panic("goroutines: bad parameters")
+	}
+	per := p.GorOps / int64(g)
+	var wg sync.WaitGroup
+	var lane func(ring *[8][]byte, r rng, left int64)
+	lane = func(ring *[8][]byte, r rng, left int64) {
+		th := env.Alloc.Thread()
+		n := min(int64(p.GorLife), left)
+		for i := range n {
+			j := i & 7
+			if ring[j] != nil {
+				th.Free(ring[j])
+			}
+			b := th.Alloc(16 + int(r.below(241)))
+			b[0] = byte(i)
+			ring[j] = b
+		}
+		if left -= n; left > 0 {
+			th.Close()
+			go lane(ring, r, left)
+			return
+		}
+		for j := range ring {
+			th.Free(ring[j])
+			ring[j] = nil
+		}
+		th.Close()
+		wg.Done()
+	}
+	rings := make([][8][]byte, g)
+	t0 := env.start()
+	wg.Add(g)
+	for i := range g {
+		go lane(&rings[i], newRNG(uint64(i)+1), per)
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	env.stopped()
+	ops := per * int64(g)
+	return Result{Value: float64(d.Nanoseconds()) / float64(ops), Ops: ops, Elapsed: d,
+		HarnessBytes: int64(g) * 8 * sliceHeader}
 }
 
 // ---------------------------------------------------------------- pair

@@ -53,6 +53,45 @@
 // and it invalidates its own entry when it does; every other entry is checked by
 // the generation tag carried in each remote word, inside the very CAS that frees.
 //
+// The goroutine-safe front (FRONT-EXCLUSIVE, front.go). Most Go code cannot hand
+// a Cache to every goroutine, so the Allocator's own methods must run at a
+// Cache's speed. They run on per-P caches: a call pins its goroutine to its P
+// with runtime.procPin (reached through go:linkname, as sync.Pool's own pin;
+// the runtime keeps it linkable), which makes the P's cache the caller's
+// alone until procUnpin, and runs the Cache's fast path on it with plain loads
+// and stores — no atomic read-modify-write, as on a Cache. What never blocks
+// runs pinned too: the next group of the current superblock when nothing is
+// pending on it, a superblock-cache fill, a remote free's CAS. The rest of the
+// slow path (refill beyond that, the central lock, release, madvise, OnError)
+// takes the cache's token with a CAS while pinned, unpins, and gives the token
+// back after; a call that finds the token held (its holder was
+// descheduled) uses a shard, one of a few caches behind mutexes. Under -race
+// the fast path takes the token too, so the detector sees the order the P
+// gives. The caches belong to Ps: goroutines that come and go leave nothing
+// behind. Allocator.Flush takes every token and stops the world for an
+// instant, which cannot happen while a goroutine is pinned. The build tag
+// refalloc_portable keeps the shards alone.
+//
+// Measured before choosing (2-vCPU VM, Go 1.26; ns per alloc+free pair of
+// 64 B on one goroutine, interleaved, medians): the shards alone, a TryLock
+// and an Unlock per call after hashing the stack address, cost 3.2× a Cache
+// pair; a sync.Pool of Caches costs a Get and a Put per call (9 ns, as much
+// as the mutex: rejected); the pin costs 2.2 ns per call (procPin and
+// procUnpin are two calls, and every register is spilled around them), which
+// bounds the front at about +3.7 ns a pair over a Cache's 7.5 ns without the
+// benchmark's interface call.
+//
+// Remote frees stay one tagged CAS each. Batching several pending bits of a
+// superblock into one CAS across calls (the freeing cache buffering them)
+// would let a free return before its bit is visible, and FREE-DOUBLE forbids
+// that: a buffered double free of an object its owner has meanwhile handed
+// out again would land on the new, live object and free it; and the owner's
+// own free of an object freed remotely a moment before would find no pending
+// bit and succeed. So the remote path was made cheaper per free instead: a
+// hit on another cache's superblock goes straight to the lock-free core
+// (remoteFree) without the miss path's checks, and the front runs it pinned,
+// without the token.
+//
 // Bad frees (FREE-DOUBLE, FREE-INVALID) are always detected and never change state:
 // a free is accepted only at the start of a slot that is live; the owner checks its
 // free bitmap, its held group and the pending remote bits; a remote free that
@@ -149,17 +188,18 @@ type sbChunk [chunkLen]superblock
 // safe for concurrent use; a Cache is not.
 type Allocator struct {
 	// read-only after New, read on every fast path
-	base   uintptr
-	start  unsafe.Pointer
-	size   uintptr // reservation bytes
-	closed atomic.Bool
-	ways   int
-	debug  bool
-	guard  guard // guard mode's configuration (guard.go)
-	opt    Options
-	be     backend
-	nsb    uint32
-	top    []atomic.Pointer[sbChunk]
+	base    uintptr
+	start   unsafe.Pointer
+	size    uintptr // reservation bytes
+	closed  atomic.Bool
+	ways    int
+	wayMask uintptr // ways-1, as in every Cache
+	debug   bool
+	guard   guard // guard mode's configuration (guard.go)
+	opt     Options
+	be      backend
+	nsb     uint32
+	top     []atomic.Pointer[sbChunk]
 
 	// central state, under mu
 	mu      sync.Mutex
@@ -170,7 +210,11 @@ type Allocator struct {
 	retain  int         // superblocks the pool keeps committed (Options.Retain)
 	decay   int64       // ns past-Retain superblocks stay committed (Options.Decay)
 	timer   *time.Timer // returns them when their time is up, nil when none waits
-	now     func() int64
+	// decayNext: no dirty pooled superblock has waited the decay before this
+	// instant, so a release before it need not walk the pool (decayPool).
+	decayNext int64
+	poolWalks int // decommitPool's walks, for TestDecayWalksOncePerDecay
+	now       func() int64
 	// orphanNotify is the notification stack of orphaned superblocks; drained
 	// under mu.
 	orphanNotify atomic.Pointer[superblock]
@@ -237,20 +281,21 @@ func New(opt Options) (*Allocator, error) {
 		decay = 0
 	}
 	a := &Allocator{
-		base:   uintptr(p),
-		start:  p,
-		size:   uintptr(reserve),
-		ways:   ways,
-		debug:  opt.Debug,
-		opt:    opt,
-		be:     be,
-		nsb:    nsb,
-		top:    make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
-		runs:   []run{{0, nsb}},
-		caches: map[*Cache]struct{}{},
-		retain: retain >> spec.SuperblockShift,
-		decay:  int64(decay),
-		now:    func() int64 { return time.Now().UnixNano() },
+		base:    uintptr(p),
+		start:   p,
+		size:    uintptr(reserve),
+		ways:    ways,
+		wayMask: uintptr(ways - 1),
+		debug:   opt.Debug,
+		opt:     opt,
+		be:      be,
+		nsb:     nsb,
+		top:     make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
+		runs:    []run{{0, nsb}},
+		caches:  map[*Cache]struct{}{},
+		retain:  retain >> spec.SuperblockShift,
+		decay:   int64(decay),
+		now:     func() int64 { return time.Now().UnixNano() },
 	}
 	if err := a.initGuard(opt.Guard, reserve); err != nil {
 		be.release()
@@ -448,15 +493,20 @@ func (a *Allocator) pooled(start, n uint32) {
 			a.counts.dirtyPooled++
 		}
 	}
+	a.decayNext = min(a.decayNext, now+a.decay)
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
 	}
 }
 
 // decayPool returns what has waited for Options.Decay past Retain, and arms
-// the timer for the rest. Under a.mu.
+// the timer for the rest. Before decayNext nothing can have waited that long,
+// and it does not walk the pool: a workload that releases superblocks all the
+// time past Retain (xmalloc-test) would walk it on every release. Under a.mu.
 func (a *Allocator) decayPool(now int64) {
-	a.decommitPool(a.retain/2, now-a.decay)
+	if now >= a.decayNext || mutant.NoDecay {
+		a.decommitPool(a.retain/2, now-a.decay)
+	}
 	if a.counts.dirtyPooled > a.retain && a.timer == nil && !a.closed.Load() {
 		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)
 	}
@@ -476,15 +526,42 @@ func (a *Allocator) decayLater() {
 // before back to the OS, highest address first (allocation takes the lowest
 // first), until at most keep remain. Contiguous ones go in one madvise.
 // Under a.mu.
-func (a *Allocator) decommitPool(keep int, before int64) error {
-	for r := len(a.runs) - 1; r >= 0 && a.counts.dirtyPooled > keep; r-- {
+func (a *Allocator) decommitPool(keep int, before int64) (err error) {
+	// When the walk sees every dirty superblock it keeps, the oldest of them
+	// sets decayNext; else it is not known, and the next release walks again.
+	const never = 1<<63 - 1
+	a.poolWalks++
+	young, all := int64(never), true
+	defer func() {
+		switch {
+		case !all || err != nil:
+			a.decayNext = 0
+		case young == never:
+			a.decayNext = never
+		default:
+			a.decayNext = young + a.decay
+		}
+	}()
+	for r := len(a.runs) - 1; r >= 0; r-- {
+		if a.counts.dirtyPooled <= keep {
+			all = false
+			break
+		}
 		// Walk the run down from its top, gathering a dirty stretch [lo, hi).
 		run := a.runs[r]
 		lo, hi := run.start+run.n, run.start+run.n
-		for lo > run.start && a.counts.dirtyPooled-int(hi-lo) > keep {
-			if sb := a.lookup(uintptr(lo - 1)); sb != nil && sb.dirty && (sb.pooledAt <= before || mutant.NoDecay) {
+		for lo > run.start {
+			if a.counts.dirtyPooled-int(hi-lo) <= keep {
+				all = false
+				break
+			}
+			sb := a.lookup(uintptr(lo - 1))
+			if sb != nil && sb.dirty && (sb.pooledAt <= before || mutant.NoDecay) {
 				lo--
 				continue
+			}
+			if sb != nil && sb.dirty {
+				young = min(young, sb.pooledAt)
 			}
 			if err := a.decommit(lo, hi); err != nil {
 				return err

@@ -237,3 +237,34 @@ func rssKiB(b *testing.B) int {
 	fmt.Sscan(string(data), &size, &rss)
 	return rss * os.Getpagesize() / 1024
 }
+
+// BenchmarkFrontPair is BenchmarkPair's lifo loop through the Allocator's own
+// methods (the front), beside the Cache's, for the front's fast-path cost.
+func BenchmarkFrontPair(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("cache/%d", n), func(b *testing.B) {
+			c := benchCache(b)
+			keep, _ := c.Alloc(n)
+			for b.Loop() {
+				p, _ := c.Alloc(n)
+				p[0] = 1
+				c.Free(p)
+			}
+			c.Free(keep)
+		})
+		b.Run(fmt.Sprintf("front/%d", n), func(b *testing.B) {
+			a, err := impl.New(impl.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			keep, _ := a.Alloc(n)
+			for b.Loop() {
+				p, _ := a.Alloc(n)
+				p[0] = 1
+				a.Free(p)
+			}
+			a.Free(keep)
+		})
+	}
+}

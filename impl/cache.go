@@ -23,10 +23,16 @@ type Cache struct {
 	front   bool   // one of the Allocator's own caches (front.go)
 	misses  uint32 // superblock-cache misses not yet added to ev.sbcFills
 	id      int
+	// busy is a per-P cache's token (front_pinned.go): free, or held by the
+	// one call that may use the cache outside its P's pinned fast path.
+	busy atomic.Uint32
+	// users counts the calls using a front cache, under -tags refalloc_check
+	// and in refalloc_yield builds (FRONT-EXCLUSIVE: enter, exit).
+	users atomic.Int32
 	// The superblock cache's entries are lines: sbc starts at offset 56
 	// because the Go heap puts an 8-byte header before a pointerful object of
 	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
-	_ [12]byte
+	_ [4]byte
 
 	sbc   [maxWays]sbEntry // the superblock cache (sbcache.go)
 	cls   [clsSlots]classCache
@@ -96,7 +102,14 @@ func (a *Allocator) NewCache() (*Cache, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	c := &Cache{a: a, base: a.base, wayMask: uintptr(a.ways - 1)}
+	c := new(Cache)
+	a.initCache(c)
+	return c, nil
+}
+
+// initCache makes c, a zero Cache, an open cache of a.
+func (a *Allocator) initCache(c *Cache) {
+	*c = Cache{a: a, base: a.base, wayMask: uintptr(a.ways - 1)}
 	for i := range c.sbc {
 		c.sbc[i].key = noKey
 	}
@@ -108,7 +121,6 @@ func (a *Allocator) NewCache() (*Cache, error) {
 	if a.guard.sampled {
 		c.initSampling()
 	}
-	return c, nil
 }
 
 // Alloc returns n bytes: len n, cap the class's usable size, zeroed over the whole
@@ -122,8 +134,8 @@ func (c *Cache) Alloc(n int) ([]byte, error) {
 	// is the fast path.
 	k := spec.SizeToClass(n)
 	cc := &c.cls[k&(clsSlots-1)]
-	b := cc.bits
-	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 && !mutant.PendingNotChecked {
+	b := cc.next()
+	if b == 0 {
 		return c.allocSlow(n, k)
 	}
 	return cc.pop(b, n), nil
@@ -151,12 +163,22 @@ func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 // a closed cache or allocator always takes allocSlow, which says ErrClosed.
 func (c *Cache) allocClass(n, k int) ([]byte, error) {
 	cc := &c.cls[k&(clsSlots-1)]
-	b := cc.bits
-	// FREE-DOUBLE: never hand out an object with a remote free pending on it.
-	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 && !mutant.PendingNotChecked {
+	b := cc.next()
+	if b == 0 {
 		return c.allocSlow(n, k)
 	}
 	return cc.pop(b, n), nil
+}
+
+// next returns the held group if its lowest object can be handed out, 0 if
+// the group is empty or a remote free is pending on that object (FREE-DOUBLE:
+// never hand out an object with a remote free pending on it).
+func (cc *classCache) next() uint32 {
+	b := cc.bits
+	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 && !mutant.PendingNotChecked {
+		return 0
+	}
+	return b
 }
 
 // pop hands out the lowest held object, b being cc.bits.
@@ -262,6 +284,9 @@ func (c *Cache) free(off uintptr) error {
 	i := off >> spec.SuperblockShift
 	e := c.way(i)
 	if e.key != i<<1|1 {
+		if e.key == i<<1 && e.sb.owner.Load() != nil {
+			return c.freeRemote(e, off) // a hit on another cache's superblock
+		}
 		return c.freeMiss(off)
 	}
 	if checks {
@@ -360,10 +385,7 @@ func (c *Cache) freeMiss(off uintptr) error {
 			}
 			e := c.way(i)
 			c.fillEntry(e, i, sb, rs, gen, k)
-			if c.misses++; c.misses == missBatch { // not a locked add on every miss
-				c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
-				c.misses = 0
-			}
+			c.countMiss()
 			switch {
 			case e.mine() && c.a.debug:
 				return c.freeDebug(e, off)
@@ -383,6 +405,43 @@ func (c *Cache) freeMiss(off uintptr) error {
 		}
 		return c.reject(errInvalid(addr, -1))
 	}
+}
+
+// countMiss counts a superblock-cache miss that filled an entry.
+func (c *Cache) countMiss() {
+	if c.misses++; c.misses == missBatch { // not a locked add on every miss
+		c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
+		c.misses = 0
+	}
+}
+
+// fillPinned is freeMiss's lock-free part, for the front's pinned path
+// (front_pinned.go), which must not block: for a miss on a small superblock
+// that has an owner, it fills the entry from the header as freeMiss does, so
+// that the pinned path can try again with a hit, and reports true. Everything
+// else — an orphan to adopt, a large object, a pooled superblock, a bad
+// address, debug mode, a header changing under it — it leaves to freeMiss,
+// unpinned, and reports false having changed nothing.
+func (c *Cache) fillPinned(off uintptr) bool {
+	a := c.a
+	if c.closed || a.closed.Load() || a.debug || off >= a.size {
+		return false
+	}
+	i := off >> spec.SuperblockShift
+	sb := a.lookup(i)
+	if sb == nil {
+		return false
+	}
+	rs := sb.remote.Load()
+	gen, state, k := unpackMeta(sb.meta.Load())
+	yield(YieldFreeHeader)
+	// CACHE-COHERENT: the remote set before and after the header, as freeMiss.
+	if state != stateSmall || sb.remote.Load() != rs || sb.owner.Load() == nil {
+		return false
+	}
+	c.fillEntry(c.way(i), i, sb, rs, gen, k)
+	c.countMiss()
+	return true
 }
 
 // publishLocal publishes sb's local frees and files sb by its new free count.
@@ -507,59 +566,98 @@ func (c *Cache) takeGroup(k int) bool {
 	cc := &c.cls[k]
 	sb := cc.sb
 	rs := sb.remote.Load()
+	g := sb.nextGroup()
+	if g < 0 {
+		return false // remote frees, if any, wait for drainNotify
+	}
+	// Collect the group's remote frees first: a pending bit on a free object
+	// is a double free, and must not survive into the held group.
+	c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
+	c.take(k, rs, g)
+	if checks {
+		c.checkLead(k)
+	}
+	return true
+}
+
+// takeGroupPinned is refill's first step, takeGroup, for the front's pinned
+// path (front_pinned.go), which must not block: it takes the current
+// superblock's next group only when nothing is pending on it (collecting could
+// find a double free and call OnError) and debug mode is off, and otherwise
+// reports false having changed nothing. The caller checks STATS-LEAD.
+func (c *Cache) takeGroupPinned(k int) bool {
+	cc := &c.cls[k&(clsSlots-1)]
+	sb := cc.sb
+	if sb == nil || c.a.debug || c.a.guard.sampled {
+		return false // poisoning or a sampled allocation may block
+	}
+	rs := sb.remote.Load()
+	g := sb.nextGroup()
+	if g < 0 || uint32(rs.w[g].Load()) != 0 {
+		return false
+	}
+	c.take(k, rs, g)
+	return true
+}
+
+// nextGroup is the group refill takes next: the first with a free object from
+// the cursor on, or -1.
+func (sb *superblock) nextGroup() int32 {
 	ng := int32(sb.groups())
 	for j := int32(0); j < ng; j++ {
 		g := sb.cursor + j
 		if g >= ng {
 			g -= ng
 		}
-		if sb.free[g] == 0 {
-			continue // its remote frees, if any, wait for drainNotify
+		if sb.free[g] != 0 {
+			return g
 		}
-		// Collect the group's remote frees first: a pending bit on a free
-		// object is a double free, and must not survive into the held group.
-		// Only free bits become held (NO-OVERLAP: a live object is never
-		// handed out again; CONSERVE: each object moves from one place to one).
-		c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
-		b := sb.free[g]
-		fresh := g*32 >= sb.zeroedFrom
-		if c.a.guard.sampled {
-			b = c.guardLimit(k, b)
-		}
-		n := popcount(b)
-		sb.free[g] &^= b
-		if rest := sb.free[g]; rest != 0 && fresh && c.a.debug {
-			// The group is counted as maybe dirty from now on (zeroedFrom):
-			// in debug mode its free objects must then hold poison.
-			c.a.poisonObjects(sb, int(g), rest)
-		}
-		// nfree may go below zero: bits of localFreed are taken too, and are
-		// folded in at the next publishLocal; nfree+localFreed stays the count.
-		sb.nfree -= n
-		sb.cursor = g + 1
-		if sb.cursor == ng {
-			sb.cursor = 0
-		}
-		size := uint32(spec.ClassSize(k))
-		cc.bits, cc.group, cc.size = b, g, size
-		cc.base = unsafe.Add(c.a.sbAddr(sb), uintptr(g)*32*uintptr(size))
-		cc.rw = &rs.w[g]
-		if c.a.debug {
-			cc.rw = alwaysPending
-		}
-		cc.needzero = g*32 < sb.zeroedFrom
-		sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
-		credit := n // STATS-LEAD: the transfer, never the capacity
-		if mutant.CapacityCredit {
-			credit = min(32, sb.objects()-g*32)
-		}
-		c.creditAllocs(k, credit)
-		if checks {
-			c.checkLead(k)
-		}
-		return true
 	}
-	return false
+	return -1
+}
+
+// take moves the free objects of group g of class k's current superblock into
+// the held group and credits exactly that many allocations (STATS-LEAD). Only
+// free bits become held (NO-OVERLAP: a live object is never handed out again;
+// CONSERVE: each object moves from one place to one); the caller has
+// collected the group's remote frees, or seen none pending.
+func (c *Cache) take(k int, rs *remoteSet, g int32) {
+	cc := &c.cls[k]
+	sb := cc.sb
+	ng := int32(sb.groups())
+	b := sb.free[g]
+	fresh := g*32 >= sb.zeroedFrom
+	if c.a.guard.sampled {
+		b = c.guardLimit(k, b)
+	}
+	n := popcount(b)
+	sb.free[g] &^= b
+	if rest := sb.free[g]; rest != 0 && fresh && c.a.debug {
+		// The group is counted as maybe dirty from now on (zeroedFrom):
+		// in debug mode its free objects must then hold poison.
+		c.a.poisonObjects(sb, int(g), rest)
+	}
+	// nfree may go below zero: bits of localFreed are taken too, and are
+	// folded in at the next publishLocal; nfree+localFreed stays the count.
+	sb.nfree -= n
+	sb.cursor = g + 1
+	if sb.cursor == ng {
+		sb.cursor = 0
+	}
+	size := uint32(spec.ClassSize(k))
+	cc.bits, cc.group, cc.size = b, g, size
+	cc.base = unsafe.Add(c.a.sbAddr(sb), uintptr(g)*32*uintptr(size))
+	cc.rw = &rs.w[g]
+	if c.a.debug {
+		cc.rw = alwaysPending
+	}
+	cc.needzero = g*32 < sb.zeroedFrom
+	sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
+	credit := n // STATS-LEAD: the transfer, never the capacity
+	if mutant.CapacityCredit {
+		credit = min(32, sb.objects()-g*32)
+	}
+	c.creditAllocs(k, credit)
 }
 
 // setCurrent makes sb the current superblock of class k and files the old one.

@@ -4,5 +4,7 @@ package impl
 
 const checks = false
 
-func (c *Cache) checkHit(*sbEntry) {}
-func (c *Cache) checkLead(int)     {}
+func (c *Cache) checkHit(*sbEntry)           {}
+func (c *Cache) hitMismatch(*sbEntry) string { return "" }
+func (c *Cache) checkLead(int)               {}
+func (c *Cache) leadMismatch(int) string     { return "" }

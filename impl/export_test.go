@@ -39,3 +39,10 @@ func FastForward(a *Allocator, i int, gen uint32) error {
 	sb.meta.Store(packMeta(gen, statePool, k))
 	return nil
 }
+
+// PoolWalks is how many times the pool was walked to decay or trim it.
+func PoolWalks(a *Allocator) int {
+	a.lock()
+	defer a.mu.Unlock()
+	return a.poolWalks
+}

@@ -1,29 +1,69 @@
-// The goroutine-safe front: Allocator.Alloc, AllocAligned, Free and Flush.
+// The goroutine-safe front: Allocator.Alloc, AllocAligned, Realloc, Free and
+// Flush.
 
 package impl
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/internal/mutant"
+	"github.com/refalloc/refalloc/spec"
 )
 
-// front serves the Allocator's own methods from a fixed set of internal caches
-// (shards), each behind its own mutex: no global lock on the path. A goroutine
-// goes first to the home shard of its stack address's bucket, so it keeps
-// meeting the cache whose superblocks it warmed and whose objects it frees
-// locally. When that shard is busy another goroutine shares the home: the caller
-// takes the next free shard and makes it the bucket's home, so goroutines that
-// run at the same time soon sit in shards of their own. Only when every shard is
-// busy does a caller wait. There are twice as many shards as Ps. The shards live
-// as long as the Allocator, so nothing is dropped and nothing can leak; Flush
-// gives back what they hold. (A sync.Pool would give per-P affinity, but its Get
-// and Put cost as much again as the mutex: measured, 19-34 ns against 19-27 ns
-// for a try-lock and unlock on this machine.)
+// The front serves the Allocator's own methods from internal caches, in two
+// layers.
+//
+// Per-P caches (front_pinned.go; removed by the build tag refalloc_portable).
+// Each P has a Cache of its own, made at New for max(GOMAXPROCS, NumCPU) Ps
+// (a P past them, GOMAXPROCS raised later, uses the shards; the caches of Ps
+// that went away keep what they hold until Flush or Trim). A call pins its goroutine to its P
+// (runtime.procPin, as sync.Pool does: no preemption until procUnpin), and,
+// if nobody holds the P cache's token, runs the Cache's fast path on it with
+// plain loads and stores: a goroutine that runs on the P after it comes after
+// it, so the P's cache has one user at a time without an atomic
+// read-modify-write. Nothing may block while pinned: besides the fast paths,
+// what is pinned is what never blocks (the current superblock's next group
+// when nothing is pending on it, a superblock-cache fill, a remote free's CAS
+// and notification); everything else (refill beyond that, the central lock,
+// madvise, OnError, debug mode) runs unpinned: the call takes the cache's
+// token (a CAS, while still pinned), unpins, runs the Cache method, and
+// releases the token (an atomic store). A goroutine that
+// meets a held token — its holder was descheduled in a slow path — uses the
+// shards instead. The caches belong to Ps, not to goroutines: goroutines that
+// come and go leave nothing behind, and the number of caches is fixed at New.
+// Allocator.Flush, from outside the Ps, takes every token and then stops the
+// world for an instant (waitUnpinned) so that no fast path that read a free
+// token before it is still running.
+//
+// In -race builds (pinSync) the fast path takes and releases the token too:
+// the race detector sees no ordering between two goroutines that ran on one P
+// one after the other, and the token gives it one, so -race still checks the
+// cache's state and the payload.
+//
+// Shards: a fixed set of caches, each behind its own mutex, chosen by the
+// caller's stack address. A goroutine goes first to the home shard of its
+// stack address's bucket, so it keeps meeting the cache whose superblocks it
+// warmed and whose objects it frees locally. When that shard is busy another
+// goroutine shares the home: the caller takes the next free shard and makes it
+// the bucket's home, so goroutines that run at the same time soon sit in shards
+// of their own. Only when every shard is busy does a caller wait. In the
+// portable build the shards are the whole front (twice as many as Ps); with
+// per-P caches they are the fallback (as many as Ps).
+//
+// Both layers live as long as the Allocator, so nothing is dropped and
+// nothing can leak; Flush gives back what they hold.
+//
+// Measured (bench/cmd/allocbench, medians of within-run ratios; see the design
+// essay in alloc.go): the shards alone cost 3.2× a Cache's alloc+free pair at
+// 64 B (two atomic read-modify-writes and the stack hash per call); a
+// sync.Pool of Caches costs the same as a try-lock and unlock (Get+Put 9 ns
+// here); the per-P pin costs 2.2 ns a call.
 type front struct {
+	procs  procCaches
 	shards []shard
 	mask   uint32
 	home   [256]atomic.Uint32 // stack bucket → shard index
@@ -37,7 +77,7 @@ type shard struct {
 
 func (f *front) init(a *Allocator) {
 	n := 2
-	for n < 2*runtime.GOMAXPROCS(0) {
+	for n < shardsPerP*runtime.GOMAXPROCS(0) {
 		n *= 2
 	}
 	f.shards = make([]shard, n)
@@ -49,6 +89,7 @@ func (f *front) init(a *Allocator) {
 	for b := range f.home {
 		f.home[b].Store(uint32(b) & f.mask)
 	}
+	f.procs.init(a)
 }
 
 // lock locks and returns a shard: the caller's home if it is free, else the
@@ -78,43 +119,130 @@ func (f *front) lock() *shard {
 	return s
 }
 
-// Alloc is Cache.Alloc, safe for concurrent use.
-func (a *Allocator) Alloc(n int) ([]byte, error) {
-	s := a.front.lock()
-	b, err := s.c.Alloc(n)
-	s.mu.Unlock()
-	return b, err
-}
-
-// AllocAligned is Cache.AllocAligned, safe for concurrent use.
-func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
-	s := a.front.lock()
-	b, err := s.c.AllocAligned(n, align)
-	s.mu.Unlock()
-	return b, err
-}
-
-// Free frees an object of any cache of a, safe for concurrent use.
-func (a *Allocator) Free(b []byte) error {
-	if cap(b) == 0 {
-		return nil
-	}
-	s := a.front.lock()
-	err := s.c.Free(b)
-	s.mu.Unlock()
-	return err
-}
-
 // Flush flushes the Allocator's internal caches (see Cache.Flush). Caches made
 // with NewCache are flushed by their owners.
 func (a *Allocator) Flush() {
+	a.front.procs.flush()
 	for i := range a.front.shards {
 		if mutant.FrontFlushSkip && i == len(a.front.shards)-1 {
 			break
 		}
 		s := &a.front.shards[i]
-		lockMu(&s.mu)
-		s.c.Flush()
-		s.mu.Unlock()
+		func() {
+			lockMu(&s.mu)
+			defer s.mu.Unlock()
+			s.c.enter() // FRONT-EXCLUSIVE
+			defer s.c.exit()
+			s.c.Flush()
+		}()
 	}
+}
+
+// enter and exit bracket every use of a front cache by a call
+// (FRONT-EXCLUSIVE). Under -tags refalloc_check, and in the explorer's
+// refalloc_yield builds, a second call entering a cache that a call is using
+// panics, naming the rule; other builds compile them out.
+func (c *Cache) enter() {
+	if !c.tryEnter() {
+		panic(c.overlap())
+	}
+}
+
+// tryEnter is enter reporting the overlap instead of panicking, for a caller
+// that is pinned (a pinned goroutine must not panic: it would be fatal).
+func (c *Cache) tryEnter() bool {
+	if (checks || yieldPoints) && c.users.Add(1) != 1 {
+		c.users.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (c *Cache) overlap() string {
+	return fmt.Sprintf("refalloc: %s: two calls use front cache %d at once", spec.RuleFrontExclusive, c.id)
+}
+
+func (c *Cache) exit() {
+	if checks || yieldPoints {
+		c.users.Add(-1)
+	}
+}
+
+// The slow paths of the front's methods: on a cache of the caller's own, a
+// P's with its token or a locked shard's, released on return (also on a
+// panic: OnError may panic).
+
+func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
+	c, s := a.front.acquire(p, c)
+	defer a.front.release(c, s)
+	if align == 1 {
+		return c.Alloc(n)
+	}
+	return c.AllocAligned(n, align)
+}
+
+func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) (err error) {
+	c, s := a.front.acquire(p, c)
+	defer func() {
+		if err == nil || !mutant.TokenLeak {
+			a.front.release(c, s)
+		}
+	}()
+	return c.free(off)
+}
+
+// Realloc is Cache.Realloc, safe for concurrent use.
+func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
+	p := pin()
+	c, s := a.front.acquire(p, a.front.procs.pinned(p)) // unpins
+	defer a.front.release(c, s)
+	return c.Realloc(b, n)
+}
+
+// release ends the use of c that acquire began.
+func (f *front) release(c *Cache, s *shard) {
+	c.exit()
+	if s != nil {
+		s.mu.Unlock()
+		return
+	}
+	f.procs.release(c)
+}
+
+// frontCaches are the front's caches: the per-P ones, then the shards'.
+func (a *Allocator) frontCaches() []*Cache {
+	cs := a.front.procs.caches()
+	for i := range a.front.shards {
+		cs = append(cs, a.front.shards[i].c)
+	}
+	return cs
+}
+
+// FrontCaches is the number of the front's internal caches (the per-P ones,
+// then the shards), for WithFrontCache.
+func (a *Allocator) FrontCaches() int { return len(a.frontCaches()) }
+
+// WithFrontCache runs f with the front's internal cache i, in [0,
+// FrontCaches()), for f's exclusive use (FRONT-EXCLUSIVE), as a call of the
+// Allocator's methods would have it. It is for verification: a single
+// goroutine reaches one per-P cache only, and package invariants drives every
+// internal cache with it, so that what Flush and Trim do to each is checked.
+// f must not keep c, close it, or call the Allocator's own methods.
+func (a *Allocator) WithFrontCache(i int, f func(c *Cache)) {
+	procs := a.front.procs.caches()
+	if i < len(procs) {
+		c := procs[i]
+		a.front.procs.hold(c)
+		defer a.front.procs.release(c)
+		c.enter()
+		defer c.exit()
+		f(c)
+		return
+	}
+	s := &a.front.shards[i-len(procs)]
+	lockMu(&s.mu)
+	defer s.mu.Unlock()
+	s.c.enter()
+	defer s.c.exit()
+	f(s.c)
 }

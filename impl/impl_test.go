@@ -461,12 +461,25 @@ func TestAllocsPerRun(t *testing.T) {
 			t.Errorf("Alloc(%d)+Free: %v Go allocations", n, got)
 		}
 		c.Free(keep)
+		// The front's pair too: per-P (or portable) caches, no allocation.
+		keep, _ = a.Alloc(n)
+		if got := testing.AllocsPerRun(1000, func() {
+			b, _ := a.Alloc(n)
+			a.Free(b)
+		}); got != 0 {
+			t.Errorf("Allocator.Alloc(%d)+Free: %v Go allocations", n, got)
+		}
+		a.Free(keep)
 	}
 }
 
 // TestFastPathNoAtomicRMW: the owner's alloc and free fast paths contain no
 // atomic read-modify-write (a LOCK prefix, or XCHG with memory); atomic loads
-// are plain moves on amd64. It reads the compiler's assembly listing.
+// are plain moves on amd64. Neither do the front's (the Allocator's methods):
+// on a P's cache they rely on the pin (runtime.procPin, a plain increment),
+// and the token's CAS and store are in acquire and release, which they call
+// only on the slow path; a remote free's CAS is in remoteFree. It reads the
+// compiler's assembly listing.
 func TestFastPathNoAtomicRMW(t *testing.T) {
 	if runtime.GOARCH != "amd64" || raceEnabled {
 		t.Skip("the instruction check is written for amd64 without -race")
@@ -482,7 +495,11 @@ func TestFastPathNoAtomicRMW(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build -gcflags=-S: %v\n%s", err, out)
 	}
-	for _, fn := range []string{"(*Cache).Alloc", "(*Cache).allocClass", "(*Cache).free", "(*Cache).Free"} {
+	fns := []string{"(*Cache).Alloc", "(*Cache).allocClass", "(*Cache).free", "(*Cache).Free"}
+	if !portable {
+		fns = append(fns, "(*Allocator).Alloc", "(*Allocator).AllocAligned", "(*Allocator).Free")
+	}
+	for _, fn := range fns {
 		body := asmOf(string(out), fn)
 		if len(body) == 0 {
 			t.Errorf("no assembly for %s: inlined or renamed? update the test", fn)

@@ -19,4 +19,9 @@ func TestCacheLinesAligned(t *testing.T) {
 			t.Fatalf("the superblock cache starts %d bytes into a line", off)
 		}
 	}
+	for _, c := range a.frontCaches() {
+		if off := uintptr(unsafe.Pointer(&c.sbc[0])) % 64; off != 0 {
+			t.Fatalf("a front cache's superblock cache starts %d bytes into a line", off)
+		}
+	}
 }

@@ -124,11 +124,3 @@ func (c *Cache) resizable(b []byte, n int) bool {
 	}
 	return false
 }
-
-// Realloc is Cache.Realloc, safe for concurrent use.
-func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
-	s := a.front.lock()
-	r, err := s.c.Realloc(b, n)
-	s.mu.Unlock()
-	return r, err
-}

@@ -16,43 +16,66 @@ import (
 var closedStack = new(superblock)
 
 // freeRemote frees the object at offset off of a superblock c does not own, using
-// the entry e (a hit, or just filled). The CAS carries e.gen: it succeeds only if
-// the superblock is still in the period e describes (CACHE-COHERENT). It never
-// writes into the object: until the CAS it is not known to be live, and after
-// it the owner may hand it out again; debug mode's poison is the owner's, when
-// it collects (collectWord).
+// the entry e (a hit, or just filled): remoteFree, and what its outcome calls for.
 func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
+	why := c.remoteFree(e, off)
+	switch {
+	case why == remoteDone:
+		return nil
+	case why != remotePending && !e.current():
+		// Not a slot start, or the tag moved on: the entry's layout is stale, and
+		// a stale entry decides nothing (CACHE-COHERENT): judge by the header's.
+		e.key = noKey
+		return c.freeMiss(off)
+	case c.closed || c.a.closed.Load():
+		return ErrClosed // Allocator.Close marked every word pending
+	case why == remoteNotSlot:
+		return c.reject(errInvalid(c.a.base+off, int(e.class)))
+	}
+	// remotePending: a repeated remote free still pending (FREE-DOUBLE).
+	// remoteTagged with the entry current: stamped but not yet relabelled, the
+	// owner is releasing the superblock, which it only does when no object is
+	// live.
+	return c.reject(errDouble(c.a.base+off, int(e.class)))
+}
+
+// What remoteFree did.
+type remoteOutcome uint8
+
+const (
+	remoteDone    remoteOutcome = iota // freed: the pending bit is set, the owner notified
+	remoteNotSlot                      // off is not a slot start in e's layout
+	remoteTagged                       // the word's tag is not e's generation
+	remotePending                      // the object has a remote free pending already
+)
+
+// remoteFree is the lock-free heart of a remote free: it sets the object's
+// pending bit with a CAS that carries e.gen, so it succeeds only if the
+// superblock is still in the period e describes (CACHE-COHERENT), and
+// notifies the owner. Unless it reports remoteDone it changed nothing. It
+// never blocks (the front runs it pinned to a P), and never writes into the
+// object: until the CAS it is not known to be live, and after it the owner may
+// hand it out again; debug mode's poison is the owner's, when it collects
+// (collectWord).
+func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 	if idx*e.size != rel || idx >= e.nobj && !mutant.RemoteTail {
-		// Not a slot start in the entry's layout; if that layout is stale,
-		// judge by the header's (CACHE-COHERENT: a stale entry decides nothing).
-		if !e.current() {
-			e.key = noKey
-			return c.freeMiss(off)
-		}
-		return c.reject(errInvalid(c.a.base+off, int(e.class)))
+		return remoteNotSlot
 	}
 	g, m := idx>>5, uint32(1)<<(idx&31)
 	w := &e.rw[g]
 	if mutant.LostRemote && mutant.Drop() {
-		return nil
+		return remoteDone
 	}
 	for {
 		old := w.Load()
 		yield(YieldRemoteTag)
 		if uint32(old>>32) != e.gen && !mutant.StaleSBCache {
-			if e.current() {
-				// Stamped but not yet relabelled: the owner is releasing the
-				// superblock, which it only does when no object is live.
-				return c.reject(errDouble(c.a.base+off, int(e.class)))
-			}
-			e.key = noKey
-			return c.freeMiss(off)
+			return remoteTagged
 		}
 		if uint32(old)&m != 0 {
-			// FREE-DOUBLE: a repeated remote free still pending.
-			return c.reject(errDouble(c.a.base+off, int(e.class)))
+			return remotePending // FREE-DOUBLE: a repeated remote free still pending
 		}
 		if mutant.PoisonBeforeTag && c.a.debug {
 			poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
@@ -63,7 +86,7 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 	}
 	yield(YieldRemoteNotify)
 	c.a.notify(e.sb)
-	return nil
+	return remoteDone
 }
 
 // notify makes sure sb's owner (or, for an orphan, whoever next holds a.mu) learns

@@ -125,8 +125,13 @@ type SuperblockState struct {
 
 // CacheState is one open cache.
 type CacheState struct {
-	ID      int
-	Front   bool // the Allocator's internal cache
+	ID    int
+	Front bool // the Allocator's internal cache
+	// Token is a per-P cache's token (FRONT-EXCLUSIVE): 0 unless a call holds
+	// it; Users the calls counted in it (refalloc_check and refalloc_yield
+	// builds only).
+	Token   uint32
+	Users   int32
 	Held    []HeldGroup
 	Current []int // current superblock index per class, -1 when none
 	Entries []Entry
@@ -326,7 +331,7 @@ func (a *Allocator) openCaches() []*Cache {
 
 func (c *Cache) snapshot(front bool) CacheState {
 	cs := CacheState{
-		ID: c.id, Front: front,
+		ID: c.id, Front: front, Token: c.busy.Load(), Users: c.users.Load(),
 		CacheCounters: CacheCounters{
 			DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(), WriteAfterFrees: c.ev.waf.Load(),
 			SuperblockCacheMisses: c.ev.sbcFills.Load(), UnpublishedMisses: uint64(c.misses),

@@ -21,18 +21,56 @@ import (
 // through (call).
 const frontDepths = 16
 
-// call runs f, a call on cache id. A call on Front runs deeper on the stack by a
-// multiple of 8 KiB that changes from call to call: the front serves a
-// goroutine from the home shard of its stack address, so a single goroutine at
-// one depth would meet one shard only, and what Allocator.Flush and Trim do to
-// the others would go unchecked.
+// call runs f, a call on cache id. A single goroutine would meet one of the
+// front's internal caches only — its P's (FRONT-EXCLUSIVE), or, in the portable
+// build, the home shard of its stack address — and what Allocator.Flush and
+// Trim do to the others would go unchecked. So every other call on Front runs
+// on one internal cache after another (Allocator.WithFrontCache, through
+// frontAPI), and the rest go through the Allocator's methods, deeper on the
+// stack by a multiple of 8 KiB that changes from call to call (for the shards).
 func (h *Harness) call(id int, f func()) {
 	if id != Front {
 		f()
 		return
 	}
 	h.frontCalls++
+	if h.frontCalls%2 == 1 {
+		h.route = h.frontCalls / 2 % h.A.FrontCaches()
+	}
+	defer func() { h.route = -1 }()
 	deeper(h.frontCalls%frontDepths, f)
+}
+
+// frontAPI is Front's api: the Allocator's methods, or, for a call that call
+// routed, one of the front's internal caches.
+type frontAPI struct{ h *Harness }
+
+func (f frontAPI) via(do func(api)) {
+	if i := f.h.route; i >= 0 {
+		f.h.A.WithFrontCache(i, func(c *impl.Cache) { do(c) })
+		return
+	}
+	do(f.h.A)
+}
+
+func (f frontAPI) Alloc(n int) (b []byte, err error) {
+	f.via(func(x api) { b, err = x.Alloc(n) })
+	return b, err
+}
+
+func (f frontAPI) AllocAligned(n, align int) (b []byte, err error) {
+	f.via(func(x api) { b, err = x.AllocAligned(n, align) })
+	return b, err
+}
+
+func (f frontAPI) Realloc(b []byte, n int) (r []byte, err error) {
+	f.via(func(x api) { r, err = x.Realloc(b, n) })
+	return r, err
+}
+
+func (f frontAPI) Free(b []byte) (err error) {
+	f.via(func(x api) { err = x.Free(b) })
+	return err
 }
 
 var sink byte

@@ -294,15 +294,16 @@ func (b *bounds) reallocStale(t *testing.T) {
 	b.quiet(t)
 }
 
-// frontShards: calls on the Allocator at ever more stack depths until every
-// shard of the front holds objects; then Allocator.Flush must empty them all,
+// frontShards: calls on the Allocator (the Harness spreads them over every
+// internal cache of the front: its per-P caches and shards) until every one
+// holds objects; then Allocator.Flush must empty them all,
 // and Trim must flush them and return every pooled superblock to the OS (the
 // Harness checks both).
 func (b *bounds) frontShards(t *testing.T) {
 	h := b.h
 	for i := 0; !everyShardHolds(h.A.Snapshot()); i++ {
 		if i == 4096 {
-			t.Fatal("could not reach every shard of the front: the Harness's stack-depth spreading no longer works")
+			t.Fatal("could not reach every internal cache of the front: the Harness's spreading (Harness.call) no longer works")
 		}
 		var err error
 		down(16*(i/16), func() { err = h.Alloc(invariants.Front, 8+i%64, 1) })
@@ -312,7 +313,7 @@ func (b *bounds) frontShards(t *testing.T) {
 	must(t, h.Flush(invariants.Front))
 	for i := 0; !everyShardHolds(h.A.Snapshot()); i++ {
 		if i == 4096 {
-			t.Fatal("could not reach every shard of the front again")
+			t.Fatal("could not reach every internal cache of the front again")
 		}
 		must(t, h.Realloc(invariants.Front, 0, 8+i%64))
 	}

@@ -35,6 +35,7 @@ type Harness struct {
 	fill          byte
 	debug         bool // Options.Debug: Leaks names allocation sites
 	frontCalls    int  // calls on Front so far: their stack depth (call)
+	route         int  // the front cache the current call on Front runs on, -1: the Allocator's methods
 	// CheckEachStep runs Check after every operation (the rapid machines do it
 	// themselves in their "" action).
 	CheckEachStep bool
@@ -55,7 +56,7 @@ func NewHarness(opt impl.Options) (*Harness, error) {
 		return nil, err
 	}
 	return &Harness{
-		A: sh.A, M: sh.M, other: sh.other, debug: opt.Debug, disarm: sh.disarm,
+		A: sh.A, M: sh.M, other: sh.other, debug: opt.Debug, disarm: sh.disarm, route: -1,
 		caches: map[int]*impl.Cache{}, closedHandles: map[int]*impl.Cache{}, live: map[uintptr][]byte{}, fills: map[uintptr]byte{},
 	}, nil
 }
@@ -88,7 +89,7 @@ type api interface {
 
 func (h *Harness) cache(id int) api {
 	if id == Front {
-		return h.A
+		return frontAPI{h}
 	}
 	if c := h.caches[id]; c != nil {
 		return c

@@ -171,8 +171,22 @@ func Check(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	vs = append(vs, noOverlap(s)...)
 	vs = append(vs, memAccount(s)...)
 	vs = append(vs, guarded(s, m)...)
+	vs = append(vs, frontIdle(s)...)
 	// STATS-LEAD and STATS-LAG bounds, LARGE-EXACT, bad-free counts:
 	vs = append(vs, m.CheckStats(StatsView(s.Stats), len(s.Caches), false)...)
+	return vs
+}
+
+// frontIdle (FRONT-EXCLUSIVE): at a quiescent point no call is in flight, so
+// no cache's token is held and no cache counts a call using it: a token left
+// held would send every later call on its P to the shards, and hang Flush.
+func frontIdle(s *impl.Snapshot) []*Violation {
+	var vs []*Violation
+	for _, c := range s.Caches {
+		if c.Token != 0 || c.Users != 0 {
+			vs = append(vs, violation(spec.RuleFrontExclusive, "cache %d: token %d and %d calls counted at a quiescent point", c.ID, c.Token, c.Users))
+		}
+	}
 	return vs
 }
 

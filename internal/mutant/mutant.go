@@ -83,4 +83,7 @@ var All = []Mutant{
 	{"largegrowtaken", "NO-OVERLAP", "Cache.Realloc", "a large object grows in place over a run that does not begin right after it"},
 	{"guardnoprotect", "GUARD-FAULT", "Options.Guard", "a freed guarded object is quarantined without being made inaccessible"},
 	{"quarantineunbounded", "GUARD-FAULT", "Options.Guard", "the quarantine releases nothing when its bounds are exceeded"},
+	{"frontnotoken", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the front's fast path uses a P's cache whose token another call holds"},
+	{"tokenleak", "FRONT-EXCLUSIVE", "Allocator.Free", "a free through the front that fails keeps its P cache's token"},
+	{"flushnowait", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush takes the per-P caches without waiting out the fast paths in flight"},
 }

@@ -64,6 +64,9 @@ const (
 	LargeGrowTaken      = false
 	GuardNoProtect      = false
 	QuarantineUnbounded = false
+	FrontNoToken        = false
+	TokenLeak           = false
+	FlushNoWait         = false
 )
 
 func Drop() bool { return false }

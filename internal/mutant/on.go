@@ -81,6 +81,9 @@ var (
 	LargeGrowTaken      = on("largegrowtaken")
 	GuardNoProtect      = on("guardnoprotect")
 	QuarantineUnbounded = on("quarantineunbounded")
+	FrontNoToken        = on("frontnotoken")
+	TokenLeak           = on("tokenleak")
+	FlushNoWait         = on("flushnowait")
 )
 
 var remoteFrees atomic.Uint64

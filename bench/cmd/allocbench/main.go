@@ -134,6 +134,9 @@ func bindParams(fs *flag.FlagSet, p *bench.Params) {
 	fs.IntVar(&p.PairKeepN, "pair-keep-n", p.PairKeepN, "pair keep1: pairs per run")
 	fs.IntVar(&p.PairBatchN, "pair-batch-n", p.PairBatchN, "pair batch1000: pairs per run")
 	fs.Var(intsFlag{&p.PairSizes}, "pair-sizes", "pair: object sizes")
+	fs.Int64Var(&p.GorOps, "gor-ops", p.GorOps, "goroutines: alloc+free pairs in all")
+	fs.IntVar(&p.GorLife, "gor-life", p.GorLife, "goroutines: pairs each goroutine makes before a successor takes over")
+	fs.Var(intsFlag{&p.GorCounts}, "gor-counts", "goroutines: numbers of goroutines at once (one workload each)")
 }
 
 func parseFlags(args []string) (*options, error) {

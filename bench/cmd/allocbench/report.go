@@ -465,6 +465,7 @@ func (r *runner) targets(anchors anchorSet) []target {
 				add(len(ahead) == 0, "%s T=%d: %s", w.Name, t, msg)
 			}
 		}
+		out = append(out, r.frontTargets(ws)...)
 		for _, w := range ws {
 			if !strings.HasPrefix(w.Name, "cache-") {
 				continue
@@ -522,6 +523,79 @@ func (r *runner) targets(anchors anchorSet) []target {
 				continue
 			}
 			add(v.med >= 1.08, "sweep %s T=%d: 16 ways has %s× the throughput of 1 way (target ≥ 1.08×)", sweepWorkload, t, v)
+		}
+	}
+	return out
+}
+
+// frontTargets are issue #10's targets for the goroutine-safe path
+// (refalloc-shared: the Allocator's own methods), every ratio the median of
+// ratios taken within one run.
+func (r *runner) frontTargets(ws []bench.Workload) []target {
+	var out []target
+	add := func(pass bool, format string, args ...any) {
+		out = append(out, target{check(pass), fmt.Sprintf(format, args...)})
+	}
+	suite := func(w string, t int, a string) key { return key{"suite", w, t, a, 0} }
+	measured := func(k key) bool { return len(r.byRep(k)) > 0 }
+	shared := func(w string, t int) key { return suite(w, t, bench.RefallocShared) }
+	for _, w := range ws {
+		if !measured(shared(w.Name, 1)) && !measured(shared(w.Name, 2)) {
+			continue
+		}
+		for _, t := range r.o.threadsFor(w) {
+			sh, c := shared(w.Name, t), suite(w.Name, t, bench.RefallocCache)
+			if !measured(sh) {
+				continue
+			}
+			vs := spreadOf(r.pairs(sh, c, speed(w.HigherIsBetter))) // > 1: shared faster
+			switch name := w.Name; {
+			case name == "pair-16-keep1", name == "pair-64-keep1", name == "pair-256-keep1":
+				v := spreadOf(r.pairs(sh, c, func(x, y float64) float64 { return x / y }))
+				add(v.med <= 1.3, "%s: refalloc-shared takes %s× the time of refalloc-cache (target ≤ 1.3×)", name, v)
+				if h := suite(name, t, bench.GoHeap); measured(h) {
+					v := spreadOf(r.pairs(h, sh, func(x, y float64) float64 { return x / y }))
+					add(v.med >= 2, "%s: refalloc-shared is %s× faster than make+GC (target ≥ 2×)", name, v)
+				}
+			case strings.HasPrefix(name, "larson-"):
+				want := 0.95
+				if t > 1 {
+					want = 0.8
+				}
+				add(vs.med >= want, "%s T=%d: refalloc-shared has %s× refalloc-cache's throughput (target ≥ %g×)", name, t, vs, want)
+			case name == "threadtest-64", name == "cache-thrash", name == "cache-scratch":
+				add(vs.med >= 0.9, "%s T=%d: refalloc-shared is %s× as fast as refalloc-cache (target ≥ 0.9×)", name, t, vs)
+			case strings.HasPrefix(name, "xmalloc-test-"):
+				if h := suite(name, t, bench.GoHeap); measured(h) {
+					v := spreadOf(r.pairs(sh, h, speed(true)))
+					add(v.med >= 1.5, "%s T=%d: refalloc-shared has %s× the Go heap's throughput (target ≥ 1.5×)", name, t, v)
+				}
+			case strings.HasPrefix(name, "goroutines-") && name != "goroutines-2":
+				if base := shared("goroutines-2", t); measured(base) {
+					v := spreadOf(r.pairs(sh, base, func(x, y float64) float64 { return x / y }))
+					add(v.med <= 1.1, "%s: refalloc-shared's cost per pair is %s× its cost with 2 goroutines (target ≤ 1.1×)", name, v)
+				}
+			}
+			// The moonshot: no Go peer ahead of the Allocator's methods.
+			var ahead, tied []string
+			for _, peer := range []string{bench.GoHeap, bench.SyncPool, bench.Modernc} {
+				v := spreadOf(r.pairs(suite(w.Name, t, peer), sh, speed(w.HigherIsBetter)))
+				switch {
+				case !v.ok():
+				case v.med > 1+tieTolerance:
+					ahead = append(ahead, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
+				case v.med > 1:
+					tied = append(tied, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
+				}
+			}
+			msg := "no Go peer ahead of refalloc-shared"
+			if len(ahead) > 0 {
+				msg = "ahead of refalloc-shared: " + strings.Join(ahead, ", ")
+			}
+			if len(tied) > 0 {
+				msg += fmt.Sprintf(" (within %.0f%%, counted as a tie: %s)", 100*tieTolerance, strings.Join(tied, ", "))
+			}
+			add(len(ahead) == 0, "moonshot %s T=%d: %s", w.Name, t, msg)
 		}
 	}
 	return out

@@ -1,0 +1,134 @@
+//go:build !refalloc_portable
+
+package impl
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestWaitUnpinned: waitUnpinned, which Allocator.Flush relies on to exclude
+// the per-P fast paths, returns only after a goroutine that was pinned when it
+// was called has unpinned. If a Go release stops ReadMemStats from stopping
+// the world, this fails, and waitUnpinned needs another way.
+func TestWaitUnpinned(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for range 3 {
+		var pinned, unpinned atomic.Bool
+		go func() {
+			procPin()
+			pinned.Store(true)
+			for t0 := time.Now(); time.Since(t0) < 20*time.Millisecond; {
+			}
+			unpinned.Store(true)
+			procUnpin()
+		}()
+		for !pinned.Load() {
+			runtime.Gosched()
+		}
+		waitUnpinned()
+		if !unpinned.Load() {
+			t.Fatal("waitUnpinned returned while a goroutine was still pinned")
+		}
+	}
+}
+
+// TestProcCachesMadeAtNew: every P at New has its cache, registered as a
+// front cache, and P ids past the slots get none (they use the shards).
+func TestProcCachesMadeAtNew(t *testing.T) {
+	a, err := New(Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if n := len(a.front.procs.slots); n < runtime.GOMAXPROCS(0) {
+		t.Fatalf("%d per-P caches for GOMAXPROCS %d", n, runtime.GOMAXPROCS(0))
+	}
+	for _, c := range a.front.procs.caches() {
+		if !c.front {
+			t.Fatal("a per-P cache is not marked as the front's")
+		}
+	}
+	if a.front.procs.pinned(len(a.front.procs.slots)) != nil || a.front.procs.pinned(-1) != nil {
+		t.Fatal("a P id out of the slots got a cache")
+	}
+}
+
+// TestFlushWaitsForPinnedFastPath: Allocator.Flush does not touch a per-P
+// cache while a fast path that found its token free is running on it
+// (FRONT-EXCLUSIVE): a goroutine stays pinned to its P, between pinned and
+// unpin, for 30 ms; Flush, from another goroutine, returns only after it.
+func TestFlushWaitsForPinnedFastPath(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	a, err := New(Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var inside, done atomic.Bool
+	go func() {
+		p := pin()
+		c := a.front.procs.pinned(p)
+		if c == nil {
+			unpinP(p)
+			inside.Store(true)
+			t.Error("no per-P cache for a pinned goroutine")
+			return
+		}
+		inside.Store(true)
+		for t0 := time.Now(); time.Since(t0) < 30*time.Millisecond; {
+		}
+		done.Store(true)
+		unpin(p, c)
+	}()
+	for !inside.Load() {
+		runtime.Gosched()
+	}
+	a.Flush()
+	if !done.Load() {
+		t.Fatal("Flush returned while a fast path was running on a per-P cache")
+	}
+}
+
+// TestBusyTokenFallsBack: a call that finds its P's cache in use by another
+// call (its token held: the holder was descheduled in a slow path) never uses
+// it (FRONT-EXCLUSIVE), fast path or slow: it is served by a shard.
+func TestBusyTokenFallsBack(t *testing.T) {
+	a, err := New(Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	procs := a.front.procs.caches()
+	for _, c := range procs { // every P's cache is held by "another call"
+		c.busy.Store(tokenP)
+		c.enter()
+	}
+	for i := range 100 { // fast and slow paths alike
+		b, err := a.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Free(b); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	b, _ := a.Alloc(64)
+	for _, sb := range a.Snapshot().Superblocks {
+		if sb.State != SBSmall {
+			continue
+		}
+		for _, c := range procs {
+			if sb.Owner == c.id {
+				t.Fatalf("superblock %d belongs to per-P cache %d, whose token was held", sb.Index, c.id)
+			}
+		}
+	}
+	a.Free(b)
+	for _, c := range procs {
+		c.exit()
+		c.busy.Store(tokenFree)
+	}
+}

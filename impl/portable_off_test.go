@@ -1,0 +1,5 @@
+//go:build !refalloc_portable
+
+package impl_test
+
+const portable = false
