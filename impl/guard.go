@@ -384,15 +384,17 @@ func (a *Allocator) takeRunEvict(n uint32) (uint32, bool) {
 	}
 }
 
-// copyOut copies src, what a moving Realloc keeps of its b, into dst in guard
-// mode: under the central lock, so that a free racing the Realloc cannot
-// protect b in the middle of the copy, and not at all if b is in quarantine
-// already (the Realloc then fails as b's free does): the allocator never reads
-// memory it made inaccessible.
+// copyOut copies src, what a moving Realloc keeps of its b, into dst, its new
+// object, in guard mode: under the central lock, so that a free racing the
+// Realloc cannot protect either in the middle of the copy, and not at all if
+// either is in quarantine already: b's free then fails the Realloc; a stale
+// free that took the new object as soon as Alloc returned it leaves the caller
+// a freed object, as it would any caller of Alloc. The allocator never reads
+// or writes memory it made inaccessible.
 func (a *Allocator) copyOut(dst, src []byte) {
 	a.lock()
 	defer a.mu.Unlock()
-	if !a.quarantined(src) {
+	if !a.quarantined(src) && !a.quarantined(dst) {
 		copy(dst, src)
 	}
 }

@@ -49,6 +49,7 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		}
 		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
 	}
+	yield(YieldReallocMoved)
 	src := b[:keep-int(b2i(mutant.ReallocShortCopy && keep > 0))]
 	if c.a.guard.on {
 		c.a.copyOut(nb, src) // GUARD-FAULT: never from memory it protected

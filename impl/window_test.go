@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
@@ -261,5 +262,62 @@ func TestLargeAllocRacesStaleFree(t *testing.T) {
 		if len(reports) != 0 || a.Stats().WriteAfterFrees != 0 {
 			t.Errorf("guard %v: reports %v", guard, reports)
 		}
+	}
+}
+
+// TestReallocRacesStaleFreeOfNewObject (GUARD-FAULT): a moving Realloc in
+// guard mode has allocated its new object when a stale free of that address
+// (a program's bug, racing it) frees and quarantines it. The copy must not
+// write into the memory guard mode just made inaccessible — a fault inside the
+// allocator — and the Realloc still frees its old object: the caller is left
+// with a freed object, as any caller of Alloc would be.
+func TestReallocRacesStaleFreeOfNewObject(t *testing.T) {
+	for _, n := range []int{100, 200_000} {
+		a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
+		must(t, err)
+		c, _ := a.NewCache()
+		d, _ := a.NewCache()
+		b, err := c.Alloc(n)
+		must(t, err)
+		for i := range b {
+			b[i] = 7
+		}
+		// A guarded object on the superblock after b, so that b cannot grow
+		// in place.
+		blocker, err := c.Alloc(8)
+		must(t, err)
+		var nb []byte
+		err = during(t, newPause(impl.YieldReallocMoved), func() error {
+			var err error
+			nb, err = c.Realloc(b, 2*n)
+			return err
+		}, func() {
+			freed := 0
+			snap := a.Snapshot()
+			for off := uintptr(0); off < snap.Size; off += spec.SuperblockSize {
+				// Every guarded object starts a superblock: free them all but b.
+				p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), int(snap.Base+off)-int(addrOf(b)))
+				if uintptr(p) != addrOf(b) && uintptr(p) != addrOf(blocker) && d.Free(unsafe.Slice((*byte)(p), 1)) == nil {
+					freed++
+				}
+			}
+			if freed != 1 {
+				t.Errorf("size %d: %d stale frees accepted, want 1 (the new object)", n, freed)
+			}
+		})
+		must(t, err)
+		if addrOf(nb) == addrOf(b) {
+			t.Fatalf("size %d: the guarded object did not move", n)
+		}
+		if err := c.Free(nb); !errors.Is(err, impl.ErrDoubleFree) {
+			t.Errorf("size %d: the new object, freed by the stale free: %v", n, err)
+		}
+		must(t, c.Free(blocker))
+		if s := a.Stats(); s.Guard.LiveObjects != 0 || s.Large.LiveObjects != 0 {
+			t.Errorf("size %d: live after both frees: %+v %+v", n, s.Guard, s.Large)
+		}
+		c.Close()
+		d.Close()
+		a.Close()
 	}
 }

@@ -28,6 +28,7 @@ const (
 	YieldLargeFree      = "large.free"      // freeMiss saw a large head, before freeLarge locks
 	YieldLargeTaken     = "large.taken"     // allocLarge took its run out of the pool, before zeroing and publishing it
 	YieldLockWait       = "lock.wait"       // a lock is busy
+	YieldReallocMoved   = "realloc.moved"   // a moving Realloc allocated its new object, before copying into it
 )
 
 // lockMu locks mu. In refalloc_yield builds it yields while mu is busy, so the

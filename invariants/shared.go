@@ -340,9 +340,14 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 			f.j.held[f.call] = res
 			return res, true
 		case got == oracle.OK:
+			// A free on x raced this call: what it copied may be another
+			// object's, or nothing (guard mode never reads a quarantined one).
+			o.Mixed = true
 			return s.reallocated(id, n, r, o, fill, begin, end)
 		case got == oracle.OutOfMemory:
 			call.Kind = oracle.CallNoop
+		case got == oracle.DoubleFree || got == oracle.InvalidPointer:
+			s.M.RefusedRealloc(n)
 		}
 		return SharedObj{}, false
 	}
@@ -548,7 +553,7 @@ func (s *Shared) Settle() {
 			if held.Fill == 0 {
 				rule = spec.RuleZeroed
 			}
-			s.record(violation(rule, "object %#x, live after stale frees on it, does not hold %#x", x, held.Fill))
+			s.record(violation(rule, "object %#x, live after stale frees on it, does not hold %#x (outcome %v, usable %d):%s", x, held.Fill, o, live[x], describeCalls(j.calls)))
 		}
 	}
 }

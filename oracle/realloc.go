@@ -86,9 +86,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 		if got == InvalidPointer {
 			m.invalid++
 		}
-		k := ClassOf(n, 1) // the new object, allocated and freed again
-		m.counts[k].Allocs++
-		m.counts[k].Frees++
+		m.RefusedRealloc(n)
 		return nil
 	case got == OK && free == DoubleFree:
 		m.badFrees++
@@ -121,4 +119,14 @@ func (m *Model) moved(id, n int, addr uintptr, length, capacity int) *Violation 
 // does not change; a large object that stays large.
 func resizable(o Object, n int) bool {
 	return ClassOf(n, 1) == o.Class
+}
+
+// RefusedRealloc counts what a Realloc to n bytes refused for a bad free of
+// its object (DoubleFree, InvalidPointer) did: it allocated the new object
+// before it could know, and freed it again. The bad free itself is counted by
+// whoever judges it (Realloc here, Settle for a concurrent driver).
+func (m *Model) RefusedRealloc(n int) {
+	k := ClassOf(n, 1)
+	m.counts[k].Allocs++
+	m.counts[k].Frees++
 }
