@@ -87,7 +87,7 @@ func DefaultParams() Params {
 		XMSeconds: 3, XMSize: 64, XMBatch: 4096, XMQueue: 100,
 		PairKeepN: 10000000, PairBatchN: 10000000, PairSizes: []int{16, 64, 256, 4096},
 		GorOps: 8000000, GorLife: 1000, GorCounts: []int{2, 64, 1000},
-		GrowStart: 64, GrowMax: 80000000, GrowCycles: 10,
+		GrowStart: 64, GrowMax: 80000000, GrowCycles: 50,
 		FillBytes: 128 << 20, FillChurn: 2,
 	}
 }
@@ -103,7 +103,7 @@ func QuickParams() Params {
 	p.PairKeepN = 2000000
 	p.PairBatchN = 2000000
 	p.GorOps = 1000000
-	p.GrowCycles = 3
+	p.GrowCycles = 5
 	p.FillBytes = 16 << 20
 	return p
 }
