@@ -138,6 +138,11 @@ func bindParams(fs *flag.FlagSet, p *bench.Params) {
 	fs.Int64Var(&p.GorOps, "gor-ops", p.GorOps, "goroutines: alloc+free pairs in all")
 	fs.IntVar(&p.GorLife, "gor-life", p.GorLife, "goroutines: pairs each goroutine makes before a successor takes over")
 	fs.Var(intsFlag{&p.GorCounts}, "gor-counts", "goroutines: numbers of goroutines at once (one workload each)")
+	fs.IntVar(&p.GrowStart, "grow-start", p.GrowStart, "grow-cycle: first size of the buffer, bytes")
+	fs.IntVar(&p.GrowMax, "grow-max", p.GrowMax, "grow-cycle: size the buffer doubles up to, bytes")
+	fs.IntVar(&p.GrowCycles, "grow-cycles", p.GrowCycles, "grow-cycle: cycles (grow, then free)")
+	fs.IntVar(&p.FillBytes, "fill-bytes", p.FillBytes, "fill-mixed: bytes live after the fill")
+	fs.IntVar(&p.FillChurn, "fill-churn", p.FillChurn, "fill-mixed: replacements, in multiples of the number of objects")
 }
 
 func parseFlags(args []string) (*options, error) {

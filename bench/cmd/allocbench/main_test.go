@@ -132,6 +132,16 @@ func TestFlags(t *testing.T) {
 			t.Errorf("selected %s", w.Name)
 		}
 	}
+	o, err = parseFlags([]string{"-quick", "-grow-cycles", "7", "-mem-runs", "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.params.GrowCycles != 7 || o.params.FillBytes != bench.QuickParams().FillBytes || o.memRuns != 4 {
+		t.Errorf("grow/fill/mem-runs flags: %+v mem-runs %d", o.params, o.memRuns)
+	}
+	if _, err := parseFlags([]string{"-mem-runs", "0"}); err == nil {
+		t.Error("-mem-runs 0 accepted")
+	}
 	if _, err := parseFlags([]string{"-workloads", "nosuch"}); err == nil {
 		t.Error("unknown workload accepted")
 	}
