@@ -35,6 +35,31 @@ type Thread interface {
 	Close()
 }
 
+// Reallocer is implemented by the Threads of allocators that can resize an
+// object themselves: refalloc (Cache.Realloc, Allocator.Realloc), modernc
+// (Realloc) and the Go heap (make and copy, as append does). Realloc keeps the
+// first min(len(b), n) bytes; the rest of the result reads zero.
+type Reallocer interface {
+	Realloc(b []byte, n int) []byte
+}
+
+// Realloc resizes b through th: its own Realloc when it has one, otherwise
+// Alloc, copy and Free (sync-pool, go-slab).
+func Realloc(th Thread, b []byte, n int) []byte {
+	if r, ok := th.(Reallocer); ok {
+		return r.Realloc(b, n)
+	}
+	return moveRealloc(th, b, n)
+}
+
+// moveRealloc is Realloc for a Thread without one of its own.
+func moveRealloc(th Thread, b []byte, n int) []byte {
+	nb := th.Alloc(n)
+	copy(nb, b)
+	th.Free(b)
+	return nb
+}
+
 // Trimmer is implemented by allocators that can hand empty memory back to the
 // OS on request.
 type Trimmer interface{ Trim() error }
@@ -146,6 +171,14 @@ func (t cacheThread) Free(b []byte) {
 	}
 }
 
+func (t cacheThread) Realloc(b []byte, n int) []byte {
+	r, err := t.c.Realloc(b, n)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
 func (t cacheThread) Close() {
 	if err := t.c.Close(); err != nil {
 		panic(err)
@@ -170,6 +203,14 @@ func (t sharedThread) Free(b []byte) {
 	}
 }
 
+func (t sharedThread) Realloc(b []byte, n int) []byte {
+	r, err := t.a.Realloc(b, n)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
 func (sharedThread) Close() {}
 
 // ---------------------------------------------------------------- Go heap
@@ -187,6 +228,14 @@ type goHeapThread struct{}
 func (goHeapThread) Alloc(n int) []byte { return make([]byte, n) }
 func (goHeapThread) Free([]byte)        {}
 func (goHeapThread) Close()             {}
+
+// Realloc is what Go code does to grow a buffer: a new one and a copy; the GC
+// frees the old one.
+func (goHeapThread) Realloc(b []byte, n int) []byte {
+	nb := make([]byte, n)
+	copy(nb, b)
+	return nb
+}
 
 // ---------------------------------------------------------------- sync.Pool
 
@@ -318,6 +367,18 @@ func (t moderncLocal) Free(b []byte) {
 	if err := t.a.Free(b); err != nil {
 		panic(err)
 	}
+}
+
+// Realloc clears what it adds: modernc's Realloc, unlike its Calloc, leaves
+// the added bytes uninitialised, and every allocator here hands out zeroes.
+func (t moderncLocal) Realloc(b []byte, n int) []byte {
+	keep := min(len(b), n)
+	r, err := t.a.Realloc(b, n)
+	if err != nil {
+		panic(err)
+	}
+	clear(r[keep:])
+	return r
 }
 
 func (moderncLocal) Close() {}

@@ -28,6 +28,8 @@ func BenchmarkThreadtest(b *testing.B)       { runBench(b, "threadtest-", "size"
 func BenchmarkLinuxScalability(b *testing.B) { runBench(b, "linux-scalability-", "size", nil) }
 func BenchmarkCacheThrash(b *testing.B)      { runBench(b, "cache-thrash", "", nil) }
 func BenchmarkCacheScratch(b *testing.B)     { runBench(b, "cache-scratch", "", nil) }
+func BenchmarkGrowCycle(b *testing.B)        { runBench(b, "grow-cycle", "", nil) }
+func BenchmarkFillMixed(b *testing.B)        { runBench(b, "fill-mixed", "", nil) }
 
 func BenchmarkPair(b *testing.B) {
 	runBench(b, "pair-", "size", func(p *Params, n int) { p.PairKeepN, p.PairBatchN, p.PairExactN = n, n, true })

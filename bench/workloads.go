@@ -50,6 +50,20 @@ type Params struct {
 	GorLife   int
 	GorCounts []int
 
+	// grow-cycle: one goroutine grows a buffer by doubling from GrowStart
+	// bytes up to GrowMax (the last step capped at it) through Realloc,
+	// touching every page it adds, frees it, and does it GrowCycles times.
+	GrowStart  int
+	GrowMax    int
+	GrowCycles int
+
+	// fill-mixed: one goroutine allocates objects of mixed sizes (16–4096 B,
+	// and one in 512 of 64 KiB–2 MiB, about half the bytes each), touching
+	// every page, until FillBytes are live, then replaces FillChurn×(their
+	// number) random ones, then frees them all.
+	FillBytes int
+	FillChurn int
+
 	// pair: alloc+free pairs per measurement (sizes above 256 B run
 	// n×256/size), keeping one block live, and in batches of 1000; sizes.
 	PairKeepN  int
@@ -73,6 +87,8 @@ func DefaultParams() Params {
 		XMSeconds: 3, XMSize: 64, XMBatch: 4096, XMQueue: 100,
 		PairKeepN: 10000000, PairBatchN: 10000000, PairSizes: []int{16, 64, 256, 4096},
 		GorOps: 8000000, GorLife: 1000, GorCounts: []int{2, 64, 1000},
+		GrowStart: 64, GrowMax: 80000000, GrowCycles: 50,
+		FillBytes: 128 << 20, FillChurn: 2,
 	}
 }
 
@@ -87,6 +103,8 @@ func QuickParams() Params {
 	p.PairKeepN = 2000000
 	p.PairBatchN = 2000000
 	p.GorOps = 1000000
+	p.GrowCycles = 5
+	p.FillBytes = 16 << 20
 	return p
 }
 
@@ -129,6 +147,9 @@ type Workload struct {
 	HigherIsBetter bool
 	RemoteFrees    bool // frees cross goroutines
 	SingleThreaded bool // runs on one goroutine whatever the thread count
+	// Resources: the runner also tabulates user and system CPU time and peak
+	// RSS (they are measured for every workload).
+	Resources bool
 	// Procs is the number of goroutines running at once with t threads; the
 	// runner sets GOMAXPROCS to it, capped at the number of CPUs.
 	Procs func(t int) int
@@ -165,6 +186,17 @@ func Workloads(p Params) []Workload {
 			Run:   func(e *Env) Result { return xmalloc(e, p) },
 			About: "T producers allocate, T consumers free: every free is remote"},
 	}
+	ws = append(ws,
+		Workload{Name: "grow-cycle", Metric: "s", SingleThreaded: true, Resources: true, Procs: one,
+			Run: func(e *Env) Result { return growCycle(e, p) },
+			About: fmt.Sprintf("Arrow-like: one goroutine grows a buffer by doubling from %d B to %s through Realloc "+
+				"(alloc+copy+free without one; make+copy on the Go heap), touching every page it adds, frees it; %d cycles",
+				p.GrowStart, sizeName(p.GrowMax), p.GrowCycles)},
+		Workload{Name: "fill-mixed", Metric: "s", SingleThreaded: true, Procs: one,
+			Run: func(e *Env) Result { return fillMixed(e, p) },
+			About: fmt.Sprintf("one goroutine fills %s with objects of 16–4096 B and, one in 512, 64 KiB–2 MiB (every page "+
+				"touched), replaces %d× their number at random, frees them all", sizeName(p.FillBytes), p.FillChurn)},
+	)
 	for _, g := range p.GorCounts {
 		ws = append(ws, Workload{
 			Name: fmt.Sprintf("goroutines-%d", g), Metric: "ns", SingleThreaded: true, RemoteFrees: true, Procs: func(int) int { return 2 },
@@ -689,4 +721,117 @@ func pairBatched(th Thread, size, n int, a [][]byte) {
 		}
 		n -= len(b)
 	}
+}
+
+// sizeName prints a byte count as MB (decimal) or MiB, whichever is exact.
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1e6 && n%1e6 == 0:
+		return fmt.Sprintf("%d MB", n/1e6)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// pageSize is the stride at which the workloads touch memory.
+const pageSize = 4096
+
+// touch writes a byte in every page of b[from:].
+func touch(b []byte, from int) {
+	for i := from; i < len(b); i += pageSize {
+		b[i] = 1
+	}
+	if len(b) > from {
+		b[len(b)-1] = 1
+	}
+}
+
+// ---------------------------------------------------------------- grow-cycle
+
+// growCycle is what an Arrow builder does with its buffer, over and over:
+// double it (Realloc: allocate the doubled size, copy, free the old one, or
+// grow in place where the allocator can), write what it adds, and free it
+// once the array is built. The kernel time and peak RSS are what it is about:
+// an allocator that gives large buffers back to the OS on free faults their
+// pages in again on every cycle.
+func growCycle(env *Env, p Params) Result {
+	if p.GrowStart < 1 || p.GrowMax < p.GrowStart || p.GrowCycles < 1 {
+		panic("grow-cycle: bad parameters")
+	}
+	th := env.Alloc.Thread()
+	var steps int64
+	t0 := env.start()
+	for range p.GrowCycles {
+		n := p.GrowStart
+		b := th.Alloc(n)
+		touch(b, 0)
+		for n < p.GrowMax {
+			old := n
+			n = min(2*n, p.GrowMax)
+			b = Realloc(th, b, n)
+			touch(b, old)
+			steps++
+		}
+		th.Free(b)
+	}
+	d := time.Since(t0)
+	env.stopped()
+	th.Close()
+	return Result{Value: d.Seconds(), Ops: steps, Elapsed: d}
+}
+
+// ---------------------------------------------------------------- fill-mixed
+
+// fillSeed is fill-mixed's PRNG seed.
+const fillSeed = 12
+
+// fillSize draws one object size of fill-mixed: 16–4096 B, or one time in 512
+// 64 KiB–2 MiB (large objects then hold about half the bytes).
+func fillSize(r *rng) int {
+	if r.below(512) == 0 {
+		return 64<<10 + int(r.below(2<<20-64<<10+1))
+	}
+	return 16 + int(r.below(4096-16+1))
+}
+
+// fillMixed measures memory for a large live set of mixed sizes: peak RSS over
+// peak live, where small-object fragmentation and large-object rounding both
+// count.
+func fillMixed(env *Env, p Params) Result {
+	if p.FillBytes < 1 || p.FillChurn < 0 {
+		panic("fill-mixed: bad parameters")
+	}
+	// How many objects the fill takes, from the same draws, so that the slot
+	// array is allocated once and exactly (it counts as harness).
+	r := newRNG(fillSeed)
+	count := 0
+	for live := 0; live < p.FillBytes; count++ {
+		live += fillSize(&r)
+	}
+	objs := make([][]byte, count)
+	th := env.Alloc.Thread()
+	r = newRNG(fillSeed)
+	t0 := env.start()
+	for i := range objs {
+		b := th.Alloc(fillSize(&r))
+		touch(b, 0)
+		objs[i] = b
+	}
+	churn := p.FillChurn * count
+	for range churn {
+		j := r.below(uint32(count))
+		th.Free(objs[j])
+		b := th.Alloc(fillSize(&r))
+		touch(b, 0)
+		objs[j] = b
+	}
+	for i := range objs {
+		th.Free(objs[i])
+		objs[i] = nil
+	}
+	d := time.Since(t0)
+	env.stopped()
+	th.Close()
+	return Result{Value: d.Seconds(), Ops: int64(count + churn), Elapsed: d, HarnessBytes: int64(count) * sliceHeader}
 }

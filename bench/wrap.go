@@ -68,13 +68,7 @@ type trackedThread struct {
 
 func (t trackedThread) Alloc(n int) []byte {
 	b := t.Thread.Alloc(n)
-	v := t.tr.live.Add(int64(cap(b)))
-	for {
-		p := t.tr.peak.Load()
-		if v <= p || t.tr.peak.CompareAndSwap(p, v) {
-			break
-		}
-	}
+	t.tr.add(int64(cap(b)))
 	return b
 }
 
@@ -83,17 +77,41 @@ func (t trackedThread) Free(b []byte) {
 	t.Thread.Free(b)
 }
 
+// Realloc counts an allocator's own Realloc as the new object live and the old
+// one freed at once (in place or not); without one, Realloc's Alloc, copy and
+// Free go through t and count as such, the old object live during the copy.
+func (t trackedThread) Realloc(b []byte, n int) []byte {
+	if _, ok := t.Thread.(Reallocer); !ok {
+		return moveRealloc(t, b, n)
+	}
+	old := int64(cap(b))
+	r := Realloc(t.Thread, b, n)
+	t.tr.add(int64(cap(r)) - old)
+	return r
+}
+
+func (tr *Tracker) add(d int64) {
+	v := tr.live.Add(d)
+	for {
+		p := tr.peak.Load()
+		if v <= p || tr.peak.CompareAndSwap(p, v) {
+			break
+		}
+	}
+}
+
 // ---------------------------------------------------------------- checking
 
 // Checker verifies what a workload gets from an allocator: the requested
 // length, zeroed memory, no object handed out twice while live, no free of an
 // object that is not live. For tests; it serialises every operation.
 type Checker struct {
-	mu     sync.Mutex
-	live   map[uintptr]int
-	allocs int64
-	frees  int64
-	err    error
+	mu       sync.Mutex
+	live     map[uintptr]int
+	allocs   int64
+	frees    int64
+	reallocs int64 // through the allocator's own Realloc
+	err      error
 }
 
 // NewChecker returns an empty Checker.
@@ -114,6 +132,14 @@ func (c *Checker) Counts() (allocs, frees int64, live int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.allocs, c.frees, len(c.live)
+}
+
+// Reallocs returns how many objects were resized by the allocator's own
+// Realloc (neither an alloc nor a free in Counts).
+func (c *Checker) Reallocs() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reallocs
 }
 
 func (c *Checker) fail(format string, args ...any) {
@@ -176,4 +202,52 @@ func (t checkedThread) Free(b []byte) {
 	}
 	c.mu.Unlock()
 	t.Thread.Free(b)
+}
+
+// Realloc checks the object is live, that the result has length n, keeps the
+// first min(len(b), n) bytes and reads zero after them up to n, and that no
+// other live object is handed out.
+func (t checkedThread) Realloc(b []byte, n int) []byte {
+	if _, ok := t.Thread.(Reallocer); !ok {
+		return moveRealloc(t, b, n) // Alloc, copy, Free: each checked
+	}
+	c := t.c
+	keep := min(len(b), n)
+	kept := append([]byte(nil), b[:keep]...)
+	c.mu.Lock()
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if cap(b) > 0 {
+		if sz, ok := c.live[p]; !ok {
+			c.fail("Realloc(%#x): not live", p)
+		} else if sz != cap(b) {
+			c.fail("Realloc(%#x): cap %d, allocated with cap %d", p, cap(b), sz)
+		}
+		delete(c.live, p)
+	}
+	c.mu.Unlock()
+	r := Realloc(t.Thread, b, n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reallocs++
+	if len(r) != n || cap(r) < n {
+		c.fail("Realloc(%d) returned len %d cap %d", n, len(r), cap(r))
+		return r
+	}
+	if string(r[:keep]) != string(kept) {
+		c.fail("Realloc(%d) did not keep the first %d bytes", n, keep)
+	}
+	for i, x := range r[keep:] {
+		if x != 0 {
+			c.fail("Realloc(%d): byte %d is %#x, not zeroed", n, keep+i, x)
+			break
+		}
+	}
+	if cap(r) > 0 {
+		q := uintptr(unsafe.Pointer(unsafe.SliceData(r)))
+		if _, dup := c.live[q]; dup {
+			c.fail("Realloc(%d) returned %#x, which is live", n, q)
+		}
+		c.live[q] = cap(r)
+	}
+	return r
 }

@@ -38,14 +38,16 @@ type Measurement struct {
 	GCPauseS   float64 // stop-the-world GC pauses in the window
 	NumGC      uint32
 	OwnCPUS    float64 // this process's CPU in the window
+	UserCPUS   float64 // its user part (getrusage)
+	SysCPUS    float64 // its system (kernel) part: page faults, madvise, mmap
 	ForeignPct float64 // other processes' CPU in the window, % of the machine
 
 	// refalloc only: small-object frees and superblock-cache misses in the
 	// window (the sweep's hit rate).
 	SmallFrees, Misses uint64
 
-	// memory mode, bytes. RSS figures are over the baseline taken before the
-	// workload; -1 = not applicable.
+	// memory mode, bytes (BaseRSS and PeakRSS in every mode). RSS figures are
+	// over the baseline taken before the workload; -1 = not applicable.
 	BaseRSS, PeakRSS, PeakLive, Harness int64
 	FreeCommitted, FreeResRSS, FreeRSS  int64 // after every object is freed
 	TrimCommitted, TrimResRSS, TrimRSS  int64 // after Trim (Go heap: GC + FreeOSMemory)
@@ -112,11 +114,14 @@ func measure(s Spec) (m Measurement, err error) {
 		debug.FreeOSMemory()
 		tracker = new(bench.Tracker)
 		env.Alloc = tracker.Wrap(a)
-		m.BaseRSS = statusKB("VmRSS")
-		resetPeakRSS()
 	}
+	// Peak RSS in every mode (the grow cycle's table reports it from the
+	// timed runs): VmHWM restarts from here.
+	m.BaseRSS = statusKB("VmRSS")
+	resetPeakRSS()
 
 	var c0 cpuSample
+	var u0, s0 float64
 	var g0 gcSample
 	var st0 impl.Stats
 	env.OnStart = func() {
@@ -124,10 +129,13 @@ func measure(s Spec) (m Measurement, err error) {
 			st0 = ra.Stats()
 		}
 		g0 = sampleGC()
-		c0 = sampleCPU(ownCPU())
+		u0, s0 = ownUserSys()
+		c0 = sampleCPU(u0 + s0)
 	}
 	env.OnStop = func() {
-		c1 := sampleCPU(ownCPU())
+		u1, s1 := ownUserSys()
+		c1 := sampleCPU(u1 + s1)
+		m.UserCPUS, m.SysCPUS = u1-u0, s1-s0
 		g1 := sampleGC()
 		m.ForeignPct = foreignPct(c0, c1)
 		m.OwnCPUS = c1.own - c0.own
@@ -142,9 +150,9 @@ func measure(s Spec) (m Measurement, err error) {
 	}
 	res := w.Run(env)
 	m.Value, m.Ops, m.ElapsedS = res.Value, res.Ops, res.Elapsed.Seconds()
+	m.PeakRSS = statusKB("VmHWM") - m.BaseRSS
 
 	if s.Mode == "memory" {
-		m.PeakRSS = statusKB("VmHWM") - m.BaseRSS
 		m.PeakLive = tracker.Peak()
 		m.Harness = res.HarnessBytes
 		if l := tracker.Live(); l != 0 {

@@ -44,6 +44,7 @@ type options struct {
 	out          string
 	anchors      string
 	memWorkloads []string
+	memRuns      int
 	statsPairs   int
 	statsRounds  int
 	sweepThreads []int
@@ -137,6 +138,11 @@ func bindParams(fs *flag.FlagSet, p *bench.Params) {
 	fs.Int64Var(&p.GorOps, "gor-ops", p.GorOps, "goroutines: alloc+free pairs in all")
 	fs.IntVar(&p.GorLife, "gor-life", p.GorLife, "goroutines: pairs each goroutine makes before a successor takes over")
 	fs.Var(intsFlag{&p.GorCounts}, "gor-counts", "goroutines: numbers of goroutines at once (one workload each)")
+	fs.IntVar(&p.GrowStart, "grow-start", p.GrowStart, "grow-cycle: first size of the buffer, bytes")
+	fs.IntVar(&p.GrowMax, "grow-max", p.GrowMax, "grow-cycle: size the buffer doubles up to, bytes")
+	fs.IntVar(&p.GrowCycles, "grow-cycles", p.GrowCycles, "grow-cycle: cycles (grow, then free)")
+	fs.IntVar(&p.FillBytes, "fill-bytes", p.FillBytes, "fill-mixed: bytes live after the fill")
+	fs.IntVar(&p.FillChurn, "fill-churn", p.FillChurn, "fill-mixed: replacements, in multiples of the number of objects")
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -152,8 +158,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var(listFlag{&o.phases}, "phases", "phases to run: suite, memory, stats, sweep")
 	fs.StringVar(&o.out, "out", "", "results directory (default bench/results, bench/results/quick with -quick)")
 	fs.StringVar(&o.anchors, "anchors", "", "C anchors CSV (default bench/results/c-anchors.csv)")
-	o.memWorkloads = []string{"larson-*", "threadtest-*", "linux-scalability-*", "xmalloc-test-*"}
+	o.memWorkloads = []string{"larson-*", "threadtest-*", "linux-scalability-*", "xmalloc-test-*", "fill-*"}
 	fs.Var(listFlag{&o.memWorkloads}, "mem-workloads", "workloads of the memory pass (run at the largest -threads)")
+	fs.IntVar(&o.memRuns, "mem-runs", 1, "memory pass: interleaved repetitions (ratios are medians over them)")
 	fs.IntVar(&o.statsPairs, "stats-pairs", 0, "stats overhead: interleaved on/off pairs of runs (default 10; 3 with -quick)")
 	fs.IntVar(&o.statsRounds, "stats-rounds", 0, "stats overhead: rounds per run (default 7; 3 with -quick)")
 	o.sweepThreads = []int{1, 2}
@@ -194,6 +201,9 @@ func parseFlags(args []string) (*options, error) {
 		}
 	}
 	def(&o.runs, 5, 3)
+	if o.memRuns < 1 {
+		return nil, fmt.Errorf("-mem-runs %d: want at least 1", o.memRuns)
+	}
 	def(&o.statsPairs, 10, 3)
 	def(&o.statsRounds, 7, 3)
 	for _, ph := range o.phases {
@@ -403,7 +413,7 @@ func (r *runner) countPlanned() int {
 	}
 	if o.has("memory") {
 		for _, w := range o.selectedWorkloads(o.memWorkloads) {
-			n += len(o.kindsFor(w))
+			n += o.memRuns * len(o.kindsFor(w))
 		}
 	}
 	if o.has("stats") {
@@ -490,23 +500,27 @@ func describe(m Measurement) string {
 	return fmt.Sprintf("%s %s", fmtVal(m.Value), m.Metric)
 }
 
+// runMemory runs the memory pass -mem-runs times, interleaved as the suite
+// is: for each run, each workload, each allocator (rotated).
 func (r *runner) runMemory() {
 	o := r.o
 	t := slices.Max(o.threads)
-	for _, w := range o.selectedWorkloads(o.memWorkloads) {
-		tt := t
-		if w.SingleThreaded {
-			tt = 1
-		}
-		for _, k := range o.kindsFor(w) {
-			s := Spec{Mode: "memory", Workload: w.Name, Alloc: k.Name, Threads: tt, Params: o.params}
-			m := r.child(s, 1)
-			r.results = append(r.results, m)
-			res := "FAILED"
-			if m.Err == "" {
-				res = fmt.Sprintf("peak live %s, peak RSS +%s", mib(m.PeakLive), mib(m.PeakRSS))
+	for rep := 1; rep <= o.memRuns; rep++ {
+		for _, w := range o.selectedWorkloads(o.memWorkloads) {
+			tt := t
+			if w.SingleThreaded {
+				tt = 1
 			}
-			r.progress(fmt.Sprintf("memory %s T=%d %s", w.Name, tt, k.Name), res, m.ForeignPct)
+			for _, k := range rotate(o.kindsFor(w), rep-1) {
+				s := Spec{Mode: "memory", Workload: w.Name, Alloc: k.Name, Threads: tt, Params: o.params}
+				m := r.child(s, rep)
+				r.results = append(r.results, m)
+				res := "FAILED"
+				if m.Err == "" {
+					res = fmt.Sprintf("peak live %s, peak RSS +%s", mib(m.PeakLive), mib(m.PeakRSS))
+				}
+				r.progress(fmt.Sprintf("memory run %d/%d %s T=%d %s", rep, o.memRuns, w.Name, tt, k.Name), res, m.ForeignPct)
+			}
 		}
 	}
 }

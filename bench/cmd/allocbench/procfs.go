@@ -45,12 +45,13 @@ func machineBusy() float64 {
 	return busy / userHZ
 }
 
-func ownCPU() float64 {
+// ownUserSys is this process's user and system (kernel) CPU time so far.
+func ownUserSys() (user, sys float64) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return 0, 0
 	}
-	return tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+	return tvSeconds(ru.Utime), tvSeconds(ru.Stime)
 }
 
 func tvSeconds(tv syscall.Timeval) float64 {

@@ -46,14 +46,39 @@ func (r *runner) values(k key) []float64 {
 // pairs applies f to the values of a and b measured in the same repetition:
 // ratios are taken side by side, where the machine's phase is the same.
 func (r *runner) pairs(a, b key, f func(x, y float64) float64) []float64 {
+	return r.pairsOf(a, b, value, f)
+}
+
+// pairsOf is pairs on another figure of the measurements than their value.
+func (r *runner) pairsOf(a, b key, field func(Measurement) float64, f func(x, y float64) float64) []float64 {
 	ma, mb := r.byRep(a), r.byRep(b)
 	var out []float64
 	for rep, x := range ma {
-		if y, ok := mb[rep]; ok && x.Value > 0 && y.Value > 0 {
-			out = append(out, f(x.Value, y.Value))
+		if y, ok := mb[rep]; ok && field(x) > 0 && field(y) > 0 {
+			out = append(out, f(field(x), field(y)))
 		}
 	}
 	return out
+}
+
+// The figures of a measurement that pairsOf and fieldOf take.
+func value(m Measurement) float64   { return m.Value }
+func sysCPU(m Measurement) float64  { return m.SysCPUS }
+func userCPU(m Measurement) float64 { return m.UserCPUS }
+func peakRSS(m Measurement) float64 { return float64(m.PeakRSS) }
+func numGC(m Measurement) float64   { return float64(m.NumGC) }
+func elapsed(m Measurement) float64 { return m.ElapsedS }
+
+// ratio is x/y: "how many times y" (for times and sizes, < 1 is better).
+func ratio(x, y float64) float64 { return x / y }
+
+// fieldOf is the spread of one figure over k's repetitions.
+func (r *runner) fieldOf(k key, field func(Measurement) float64) spread {
+	var v []float64
+	for _, m := range r.byRep(k) {
+		v = append(v, field(m))
+	}
+	return spreadOf(v)
 }
 
 // speed turns two values of a workload's metric into "how many times faster
@@ -219,6 +244,9 @@ func (r *runner) suiteTable(w bench.Workload, anchors anchorSet) {
 				fmtVal(fs.med), fmtVal(fs.max))
 		}
 	}
+	if w.Resources {
+		r.resourcesTable(w)
+	}
 	if strings.HasPrefix(w.Name, "cache-") && slices.Contains(r.o.threads, 1) {
 		r.printf("\nSpeedup over one goroutine (time at T=1 / time at T, same run; ideal = T):\n\n")
 		r.printf("| T | %s |\n|---|%s\n", strings.Join(kindNames(r.o.kindsFor(w)), " | "),
@@ -261,6 +289,30 @@ func (r *runner) suiteTable(w bench.Workload, anchors anchorSet) {
 	}
 }
 
+// resourcesTable gives the CPU time of the timed window split into user and
+// system (kernel: page faults, madvise, mmap) and the peak RSS over the
+// baseline, with ratios to the Go heap taken within each run.
+func (r *runner) resourcesTable(w bench.Workload) {
+	r.printf("\nCPU and memory of the timed window (getrusage of the child process; peak RSS: VmHWM over the RSS " +
+		"before the workload). Ratios \"vs go-heap\": x / go-heap's, within each run (< 1: less).\n\n")
+	r.printf("| T | allocator | wall s | user CPU s | system CPU s | system vs go-heap | peak RSS MiB | peak RSS vs go-heap | GCs |\n")
+	r.printf("|---|---|---|---|---|---|---|---|---|\n")
+	mibOf := func(m Measurement) float64 { return float64(m.PeakRSS) / (1 << 20) }
+	for _, t := range r.o.threadsFor(w) {
+		h := key{"suite", w.Name, t, bench.GoHeap, 0}
+		for _, k := range r.o.kindsFor(w) {
+			kk := key{"suite", w.Name, t, k.Name, 0}
+			sv, rv := "1", "1"
+			if k.Name != bench.GoHeap {
+				sv = spreadOf(r.pairsOf(kk, h, sysCPU, ratio)).String()
+				rv = spreadOf(r.pairsOf(kk, h, peakRSS, ratio)).String()
+			}
+			r.printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", t, k.Name, r.fieldOf(kk, elapsed), r.fieldOf(kk, userCPU),
+				r.fieldOf(kk, sysCPU), sv, r.fieldOf(kk, mibOf), rv, fmtVal(r.fieldOf(kk, numGC).med))
+		}
+	}
+}
+
 func kindNames(ks []bench.Kind) []string {
 	var s []string
 	for _, k := range ks {
@@ -278,27 +330,79 @@ func memRatio(m Measurement) float64 {
 	return float64(m.PeakRSS-m.Harness) / float64(m.PeakLive)
 }
 
-func (r *runner) memoryTable() {
-	r.printf("\n## Memory\n\n")
-	r.printf("One child process per row. peak live: the largest sum of cap() of live objects; peak RSS: VmHWM over the " +
-		"process's RSS before the workload; harness: the workload's own slot arrays (slice headers), subtracted in " +
-		"\"RSS/live\" = (peak RSS − harness) / peak live. After free (every object freed and caches flushed) and after " +
-		"Trim (refalloc, modernc: their Trim; then, for every allocator, runtime.GC + debug.FreeOSMemory): " +
-		"Committed is refalloc's Stats.Committed, \"res.\" the resident pages of refalloc's reservation (smaps Rss " +
-		"of its mapping), RSS the process's VmRSS over the baseline.\n\n")
-	r.printf("| workload | T | allocator | peak live | peak RSS | harness | RSS/live | after free: Committed / res. / RSS | after Trim: Committed / res. / RSS |\n")
-	r.printf("|---|---|---|---|---|---|---|---|---|\n")
+// memGroup is one workload × allocator of the memory pass, over its runs.
+type memGroup struct {
+	workload string
+	threads  int
+	alloc    string
+	ms       []Measurement // the successful runs
+	failed   int
+}
+
+func (g memGroup) of(f func(Measurement) float64) spread {
+	var v []float64
+	for _, m := range g.ms {
+		v = append(v, f(m))
+	}
+	return spreadOf(v)
+}
+
+// ratio is the spread of RSS/live over the runs.
+func (g memGroup) ratio() spread { return g.of(memRatio) }
+
+// memGroups gathers the memory measurements by workload, threads and
+// allocator, in the order they first ran.
+func (r *runner) memGroups() []memGroup {
+	var gs []memGroup
+	idx := map[key]int{}
 	for _, m := range r.results {
 		if m.Mode != "memory" {
 			continue
 		}
+		k := keyOf(m)
+		i, ok := idx[k]
+		if !ok {
+			i = len(gs)
+			idx[k] = i
+			gs = append(gs, memGroup{workload: m.Workload, threads: m.Threads, alloc: m.Alloc})
+		}
 		if m.Err != "" {
-			r.printf("| %s | %d | %s | failed | | | | | |\n", m.Workload, m.Threads, m.Alloc)
+			gs[i].failed++
+		} else {
+			gs[i].ms = append(gs[i].ms, m)
+		}
+	}
+	return gs
+}
+
+func (r *runner) memoryTable() {
+	r.printf("\n## Memory\n\n")
+	r.printf("One child process per measurement (%d run(s) each, interleaved; bytes are medians over them). peak live: the largest sum of cap() of live objects; peak RSS: VmHWM over the "+
+		"process's RSS before the workload; harness: the workload's own slot arrays (slice headers), subtracted in "+
+		"\"RSS/live\" = (peak RSS − harness) / peak live, median (min–max) over the runs. After free (every object freed and caches flushed) and after "+
+		"Trim (refalloc, modernc: their Trim; then, for every allocator, runtime.GC + debug.FreeOSMemory): "+
+		"Committed is refalloc's Stats.Committed, \"res.\" the resident pages of refalloc's reservation (smaps Rss "+
+		"of its mapping), RSS the process's VmRSS over the baseline.\n\n", r.o.memRuns)
+	r.printf("| workload | T | allocator | peak live | peak RSS | harness | RSS/live | after free: Committed / res. / RSS | after Trim: Committed / res. / RSS |\n")
+	r.printf("|---|---|---|---|---|---|---|---|---|\n")
+	for _, g := range r.memGroups() {
+		if len(g.ms) == 0 {
+			r.printf("| %s | %d | %s | failed | | | | | |\n", g.workload, g.threads, g.alloc)
 			continue
 		}
-		r.printf("| %s | %d | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s / %s |\n", m.Workload, m.Threads, m.Alloc,
-			mib(m.PeakLive), mib(m.PeakRSS), mib(m.Harness), fmtVal(memRatio(m)),
-			mib(m.FreeCommitted), mib(m.FreeResRSS), mib(m.FreeRSS), mib(m.TrimCommitted), mib(m.TrimResRSS), mib(m.TrimRSS))
+		b := func(f func(Measurement) int64) string {
+			return mib(int64(g.of(func(m Measurement) float64 { return float64(f(m)) }).med))
+		}
+		ratio := g.ratio().String()
+		if g.failed > 0 {
+			ratio += fmt.Sprintf(" (%d failed)", g.failed)
+		}
+		r.printf("| %s | %d | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s / %s |\n", g.workload, g.threads, g.alloc,
+			b(func(m Measurement) int64 { return m.PeakLive }), b(func(m Measurement) int64 { return m.PeakRSS }),
+			b(func(m Measurement) int64 { return m.Harness }), ratio,
+			b(func(m Measurement) int64 { return m.FreeCommitted }), b(func(m Measurement) int64 { return m.FreeResRSS }),
+			b(func(m Measurement) int64 { return m.FreeRSS }), b(func(m Measurement) int64 { return m.TrimCommitted }),
+			b(func(m Measurement) int64 { return m.TrimResRSS }), b(func(m Measurement) int64 { return m.TrimRSS }))
 	}
 }
 
@@ -495,13 +599,16 @@ func (r *runner) targets(anchors anchorSet) []target {
 		}
 	}
 	if r.o.has("memory") {
-		for _, m := range r.results {
-			if m.Mode == "memory" && m.Alloc == bench.RefallocCache && m.Err == "" {
-				add(memRatio(m) <= 1.25, "%s T=%d memory: refalloc-cache peak RSS %s / peak live %s = %s (target ≤ 1.25)",
-					m.Workload, m.Threads, mib(m.PeakRSS-m.Harness), mib(m.PeakLive), fmtVal(memRatio(m)))
+		for _, g := range r.memGroups() {
+			if g.alloc == bench.RefallocCache && len(g.ms) > 0 {
+				v := g.ratio()
+				add(v.med <= 1.25, "%s T=%d memory: refalloc-cache peak RSS %s / peak live %s = %s (target ≤ 1.25)",
+					g.workload, g.threads, mib(int64(g.of(func(m Measurement) float64 { return float64(m.PeakRSS - m.Harness) }).med)),
+					mib(int64(g.of(func(m Measurement) float64 { return float64(m.PeakLive) }).med)), v)
 			}
 		}
 	}
+	out = append(out, r.issue12Targets()...)
 	if r.o.has("stats") {
 		for _, g := range statsGroups {
 			s := r.statsSummary(g)
@@ -601,6 +708,139 @@ func (r *runner) frontTargets(ws []bench.Workload) []target {
 	return out
 }
 
+// issue12Big is the live-set size from which issue #12's tighter memory
+// target applies.
+const issue12Big = 100 << 20
+
+// issue12Pair reports whether w is one of issue #12's pair loops: 16–256 B,
+// keep-1 or batch-1000.
+func issue12Pair(w string) bool {
+	var size int
+	var mode string
+	if _, err := fmt.Sscanf(strings.ReplaceAll(w, "-", " "), "pair %d %s", &size, &mode); err != nil {
+		return false
+	}
+	return size >= 16 && size <= 256 && (mode == "keep1" || mode == "batch1000")
+}
+
+// issue12Targets are issue #12's targets, every ratio the median of ratios
+// taken within one run: on one goroutine the Cache ahead of every Go peer;
+// memory close to what is live; the Arrow-like grow cycle's kernel time and
+// peak RSS no worse than the Go heap's. Each line starts "issue 12:".
+func (r *runner) issue12Targets() []target {
+	var out []target
+	add := func(pass bool, format string, args ...any) {
+		out = append(out, target{check(pass), "issue 12: " + fmt.Sprintf(format, args...)})
+	}
+	skip := func(format string, args ...any) {
+		out = append(out, target{"SKIP", "issue 12: " + fmt.Sprintf(format, args...)})
+	}
+	suite := func(w string, t int, a string) key { return key{"suite", w, t, a, 0} }
+	measured := func(k key) bool { return len(r.byRep(k)) > 0 }
+	if r.o.has("suite") {
+		for _, w := range r.o.selectedWorkloads(r.o.workloads) {
+			c := suite(w.Name, 1, bench.RefallocCache)
+			if !measured(c) {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(w.Name, "larson-"):
+				for _, peer := range []string{bench.SyncPool, bench.Modernc} {
+					p := suite(w.Name, 1, peer)
+					if !measured(p) {
+						skip("%s T=1: %s not measured", w.Name, peer)
+						continue
+					}
+					v := spreadOf(r.pairs(c, p, speed(true)))
+					add(v.med > 1, "%s T=1: refalloc-cache has %s× %s's throughput (target > 1×: ahead)", w.Name, v, peer)
+				}
+				if h := suite(w.Name, 1, bench.GoHeap); measured(h) {
+					v := spreadOf(r.pairs(c, h, speed(true)))
+					add(v.med >= 3, "%s T=1: refalloc-cache has %s× the Go heap's throughput (target ≥ 3×)", w.Name, v)
+				} else {
+					skip("%s T=1: go-heap not measured", w.Name)
+				}
+			case issue12Pair(w.Name):
+				if s := suite(w.Name, 1, bench.GoSlab); measured(s) {
+					v := spreadOf(r.pairs(c, s, ratio))
+					add(v.med <= 1.5, "%s: refalloc-cache takes %s× the time of go-slab (target ≤ 1.5×)", w.Name, v)
+				} else {
+					skip("%s: go-slab not measured", w.Name)
+				}
+				var ahead, tied []string
+				for _, peer := range []string{bench.GoHeap, bench.SyncPool, bench.Modernc} {
+					v := spreadOf(r.pairs(suite(w.Name, 1, peer), c, speed(false)))
+					switch {
+					case !v.ok():
+					case v.med > 1+tieTolerance:
+						ahead = append(ahead, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
+					case v.med > 1:
+						tied = append(tied, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
+					}
+				}
+				msg := "no Go peer ahead of refalloc-cache"
+				if len(ahead) > 0 {
+					msg = "ahead of refalloc-cache: " + strings.Join(ahead, ", ")
+				}
+				if len(tied) > 0 {
+					msg += fmt.Sprintf(" (within %.0f%%, counted as a tie: %s)", 100*tieTolerance, strings.Join(tied, ", "))
+				}
+				add(len(ahead) == 0, "%s: %s", w.Name, msg)
+				if h := suite(w.Name, 1, bench.GoHeap); measured(h) {
+					v := spreadOf(r.pairs(h, c, ratio))
+					add(v.med >= 3, "%s: refalloc-cache is %s× faster than make+GC (target ≥ 3×)", w.Name, v)
+				} else {
+					skip("%s: go-heap not measured", w.Name)
+				}
+			case w.Name == "grow-cycle":
+				h := suite(w.Name, 1, bench.GoHeap)
+				if !measured(h) {
+					skip("%s: go-heap not measured", w.Name)
+					continue
+				}
+				for _, a := range []string{bench.RefallocCache, bench.RefallocShared} {
+					k := suite(w.Name, 1, a)
+					if !measured(k) {
+						continue
+					}
+					if v := spreadOf(r.pairsOf(k, h, sysCPU, ratio)); v.ok() {
+						add(v.med <= 1.1, "%s: %s's system CPU time is %s× the Go heap's (%s s against %s s; target ≤ 1.1×)",
+							w.Name, a, v, fmtVal(r.fieldOf(k, sysCPU).med), fmtVal(r.fieldOf(h, sysCPU).med))
+					} else {
+						skip("%s: %s: no system CPU time to compare (too short a window?)", w.Name, a)
+					}
+					v := spreadOf(r.pairsOf(k, h, peakRSS, ratio))
+					add(v.med <= 1, "%s: %s's peak RSS is %s× the Go heap's (%s against %s; target ≤ 1×)", w.Name, a, v,
+						mib(int64(r.fieldOf(k, peakRSS).med)), mib(int64(r.fieldOf(h, peakRSS).med)))
+				}
+			}
+		}
+	}
+	if r.o.has("memory") {
+		big := false
+		for _, g := range r.memGroups() {
+			if g.alloc != bench.RefallocCache || len(g.ms) == 0 {
+				continue
+			}
+			v := g.ratio()
+			live := g.of(func(m Measurement) float64 { return float64(m.PeakLive) }).med
+			if strings.HasPrefix(g.workload, "larson-") || strings.HasPrefix(g.workload, "threadtest-") {
+				add(v.med <= 1.5, "%s T=%d memory: refalloc-cache peak RSS / peak live %s is %s (target ≤ 1.5)",
+					g.workload, g.threads, mib(int64(live)), v)
+			}
+			if live >= issue12Big {
+				big = true
+				add(v.med <= 1.1, "%s T=%d memory: refalloc-cache peak RSS / peak live %s is %s (≥ 100 MiB live: target ≤ 1.1)",
+					g.workload, g.threads, mib(int64(live)), v)
+			}
+		}
+		if !big {
+			skip("memory: no workload with ≥ 100 MiB live measured through refalloc-cache (fill-mixed has -fill-bytes)")
+		}
+	}
+	return out
+}
+
 func (r *runner) loadSummary() {
 	var f []float64
 	over := 0
@@ -646,7 +886,7 @@ func (r *runner) writeCSVs() error {
 		case "suite":
 			suite = append(suite, []string{m.Workload, strconv.Itoa(m.Threads), m.Alloc, strconv.Itoa(m.Rep), m.Metric,
 				ff(m.Value), itoa(m.Ops), ff(m.ElapsedS), strconv.Itoa(m.Procs), ff(m.GCCPUS), ff(m.GCPauseS),
-				strconv.Itoa(int(m.NumGC)), ff(m.OwnCPUS), ff(m.ForeignPct), m.Err})
+				strconv.Itoa(int(m.NumGC)), ff(m.OwnCPUS), ff(m.ForeignPct), m.Err, ff(m.UserCPUS), ff(m.SysCPUS), itoa(m.PeakRSS)})
 		case "sweep":
 			hit := math.NaN()
 			if m.SmallFrees > 0 {
@@ -657,7 +897,7 @@ func (r *runner) writeCSVs() error {
 		case "memory":
 			mem = append(mem, []string{m.Workload, strconv.Itoa(m.Threads), m.Alloc, itoa(m.PeakLive), itoa(m.PeakRSS),
 				itoa(m.Harness), itoa(m.BaseRSS), ff(memRatio(m)), itoa(m.FreeCommitted), itoa(m.FreeResRSS), itoa(m.FreeRSS),
-				itoa(m.TrimCommitted), itoa(m.TrimResRSS), itoa(m.TrimRSS), m.Err})
+				itoa(m.TrimCommitted), itoa(m.TrimResRSS), itoa(m.TrimRSS), m.Err, strconv.Itoa(m.Rep)})
 		}
 	}
 	var stats [][]string
@@ -667,7 +907,8 @@ func (r *runner) writeCSVs() error {
 		}
 	}
 	if err := write("allocbench.csv", []string{"workload", "threads", "allocator", "run", "metric", "value", "ops",
-		"elapsed_s", "gomaxprocs", "gc_cpu_s", "gc_pause_s", "num_gc", "own_cpu_s", "foreign_cpu_pct", "error"}, suite); err != nil {
+		"elapsed_s", "gomaxprocs", "gc_cpu_s", "gc_pause_s", "num_gc", "own_cpu_s", "foreign_cpu_pct", "error",
+		"user_cpu_s", "sys_cpu_s", "peak_rss"}, suite); err != nil {
 		return err
 	}
 	if err := write("sweep.csv", []string{"workload", "threads", "ways", "run", "mops", "small_frees", "misses",
@@ -676,7 +917,7 @@ func (r *runner) writeCSVs() error {
 	}
 	if err := write("memory.csv", []string{"workload", "threads", "allocator", "peak_live", "peak_rss", "harness",
 		"base_rss", "rss_per_live", "free_committed", "free_reservation_rss", "free_rss", "trim_committed",
-		"trim_reservation_rss", "trim_rss", "error"}, mem); err != nil {
+		"trim_reservation_rss", "trim_rss", "error", "run"}, mem); err != nil {
 		return err
 	}
 	return write("stats-overhead.csv", []string{"pair", "counters", "group", "ns_per_pair", "foreign_cpu_pct", "error"}, stats)
