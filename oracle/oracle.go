@@ -23,7 +23,12 @@
 // about the memory under them, which the Model deliberately does not know.
 // Guard mode (GUARD-FAULT) changes nothing here: a guarded object is a live
 // object like any other, allocated and freed with the outcomes below, and
-// whether its memory faults after its free is invariants' to check.
+// whether its memory faults after its free is invariants' to check. The
+// Allocator's own methods are one more caller whose calls are each one step of
+// the Model, whichever internal cache served them: FRONT-EXCLUSIVE (each
+// internal cache serves one call at a time) is what makes that so, and
+// invariants checks it (frontIdle) and spreads the Model's front calls over
+// every internal cache.
 //
 // The size rules (which class, what capacity, what alignment, how many
 // superblocks) are restated in sizes.go from SPEC.md's words and the raw table,
