@@ -179,6 +179,8 @@ func (x *explorer) round(plans [][]eop) error {
 	}
 	x.cur = runnable[x.ch.Intn(len(runnable), "who")]
 	x.cur.wake <- struct{}{}
+	waiting := map[*eworker]bool{}
+	at := map[*eworker]string{} // the yield point each worker is paused at
 	for {
 		var ev event
 		select {
@@ -198,9 +200,20 @@ func (x *explorer) round(plans [][]eop) error {
 		} else {
 			x.trace = append(x.trace, fmt.Sprintf("%d: %s", ev.w.idx, ev.point))
 		}
+		// A worker at a busy lock waits until another makes progress:
+		// choosing among the waiters alone would let two of them take turns
+		// failing to lock while the holder never runs. A worker that ran from
+		// anywhere but a failed lock attempt may have released a lock.
+		if ev.point != impl.YieldLockWait || at[ev.w] != impl.YieldLockWait {
+			clear(waiting)
+		}
+		if ev.point == impl.YieldLockWait {
+			waiting[ev.w] = true
+		}
+		at[ev.w] = ev.point
 		runnable = runnable[:0]
 		for _, w := range x.workers {
-			if !w.ended && (w != ev.w || ev.point != impl.YieldLockWait) {
+			if !w.ended && !waiting[w] {
 				runnable = append(runnable, w)
 			}
 		}
