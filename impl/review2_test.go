@@ -328,3 +328,30 @@ func TestFrontRemoteFreeReachesOwner(t *testing.T) {
 	}
 	must(t, c.Free(b))
 }
+
+// TestFrontLocalDoubleFreeOfHeldObject (FREE-DOUBLE: the owner's free checks
+// its held group): on the per-P front (one P) a free of an object the front's
+// cache holds, never handed out, is refused at once by the pinned free path.
+func TestFrontLocalDoubleFreeOfHeldObject(t *testing.T) {
+	if portable {
+		t.Skip("no per-P caches: a call's shard depends on its stack")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	x, err := a.Alloc(64)
+	must(t, err)
+	must(t, a.Free(x)) // a local free: the entry is filled, the free pinned from now on
+	x, err = a.Alloc(64)
+	must(t, err)
+	held := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(x)), 64)), 64)
+	if err := a.Free(held); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("free of a held object on the front: %v", err)
+	}
+	must(t, a.Free(x))
+	a.Flush()
+	if s := a.Stats(); s.DoubleFrees != 1 || s.Classes[spec.SizeToClass(64)].Allocs != s.Classes[spec.SizeToClass(64)].Frees {
+		t.Fatalf("DoubleFrees %d, class stats %+v", s.DoubleFrees, s.Classes[spec.SizeToClass(64)])
+	}
+}
