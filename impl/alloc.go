@@ -358,7 +358,7 @@ func (a *Allocator) takeRunAt(start, n uint32) bool {
 	if mutant.LargeGrowTaken && !found && i < len(a.runs) && a.runs[i].n >= n {
 		start, found = a.runs[i].start, true
 	}
-	if !found || a.runs[i].n < n {
+	if !found || a.runs[i].n < n || mutant.LargeGrowExact && a.runs[i].n == n {
 		return false
 	}
 	if a.runs[i].n == n {

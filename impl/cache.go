@@ -433,10 +433,11 @@ func (c *Cache) fillPinned(off uintptr) bool {
 		return false
 	}
 	rs := sb.remote.Load()
+	yield(YieldFreeRemoteSet)
 	gen, state, k := unpackMeta(sb.meta.Load())
 	yield(YieldFreeHeader)
 	// CACHE-COHERENT: the remote set before and after the header, as freeMiss.
-	if state != stateSmall || sb.remote.Load() != rs || sb.owner.Load() == nil {
+	if state != stateSmall || sb.remote.Load() != rs && !mutant.FillPinnedRS || sb.owner.Load() == nil {
 		return false
 	}
 	c.fillEntry(c.way(i), i, sb, rs, gen, k)
@@ -588,7 +589,7 @@ func (c *Cache) takeGroup(k int) bool {
 func (c *Cache) takeGroupPinned(k int) bool {
 	cc := &c.cls[k&(clsSlots-1)]
 	sb := cc.sb
-	if sb == nil || c.a.debug || c.a.guard.sampled {
+	if sb == nil || c.a.debug || c.a.guard.sampled && !mutant.PinnedSampled {
 		return false // poisoning or a sampled allocation may block
 	}
 	rs := sb.remote.Load()

@@ -223,7 +223,9 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 		k := spec.SizeToClass(n)
 		cc := &c.cls[k&(clsSlots-1)]
 		b := cc.next()
-		if b == 0 && cc.bits == 0 && c.refillPinned(p, k) {
+		// FREE-DOUBLE: a held group whose lowest object has a remote free
+		// pending is the slow path's, which drops the free.
+		if b == 0 && (cc.bits == 0 || mutant.PinnedRefillHeld) && c.refillPinned(p, k) {
 			b = cc.next()
 		}
 		if b != 0 {

@@ -132,3 +132,46 @@ func TestBusyTokenFallsBack(t *testing.T) {
 		c.busy.Store(tokenFree)
 	}
 }
+
+// TestWithFrontCacheWaitsForPinnedFastPath (FRONT-EXCLUSIVE): WithFrontCache
+// runs f on a per-P cache only once no fast path that found its token free is
+// running on it: a goroutine stays pinned on a per-P cache until f has run (or
+// 200 ms have passed); f must find it gone.
+func TestWithFrontCacheWaitsForPinnedFastPath(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	a, err := New(Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var inside, ran, done atomic.Bool
+	slot := make(chan int, 1)
+	go func() {
+		p := pin()
+		c := a.front.procs.pinned(p)
+		if c == nil {
+			unpinP(p)
+			slot <- -1
+			return
+		}
+		slot <- p
+		inside.Store(true)
+		for t0 := time.Now(); !ran.Load() && time.Since(t0) < 200*time.Millisecond; {
+		}
+		done.Store(true)
+		unpin(p, c)
+	}()
+	p := <-slot
+	if p < 0 {
+		t.Fatal("no per-P cache for a pinned goroutine")
+	}
+	for !inside.Load() {
+		runtime.Gosched()
+	}
+	a.WithFrontCache(p, func(*Cache) {
+		ran.Store(true)
+		if !done.Load() {
+			t.Error("WithFrontCache ran f while a fast path was running on its per-P cache")
+		}
+	})
+}

@@ -408,7 +408,7 @@ func (a *Allocator) quarantined(b []byte) bool {
 	if lo >= a.size {
 		return false
 	}
-	hi := min(lo+uintptr(len(b))-1, a.size-1)
+	hi := min(lo+uintptr(len(b))-1+uintptr(b2i(mutant.QuarantinedPastEnd)), a.size-1)
 	for i := lo >> spec.SuperblockShift; i <= hi>>spec.SuperblockShift; i++ {
 		if sb := a.lookup(i); sb != nil {
 			if _, state, _ := unpackMeta(sb.meta.Load()); state == stateQuarantine {

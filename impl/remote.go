@@ -85,7 +85,9 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 		}
 	}
 	yield(YieldRemoteNotify)
-	c.a.notify(e.sb)
+	if !mutant.FrontNoNotify || !c.front {
+		c.a.notify(e.sb)
+	}
 	return remoteDone
 }
 

@@ -11,7 +11,7 @@ import "sync"
 // The yield points, by name.
 const (
 	YieldFreeHeader     = "free.header"     // freeMiss read the header, before acting on it
-	YieldFreeRemoteSet  = "free.rs"         // freeMiss read the remote set, before the header
+	YieldFreeRemoteSet  = "free.rs"         // freeMiss (or fillPinned) read the remote set, before the header
 	YieldAdoptLock      = "adopt.lock"      // adoptOnFree saw no owner, before taking a.mu
 	YieldAdoptCollect   = "adopt.collect"   // adoptOnFree adopted, before collecting
 	YieldRemoteTag      = "remote.tag"      // freeRemote read the remote word, before the CAS

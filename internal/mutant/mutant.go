@@ -86,4 +86,10 @@ var All = []Mutant{
 	{"frontnotoken", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the front's fast path uses a P's cache whose token another call holds"},
 	{"tokenleak", "FRONT-EXCLUSIVE", "Allocator.Free", "a free through the front that fails keeps its P cache's token"},
 	{"flushnowait", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush takes the per-P caches without waiting out the fast paths in flight"},
+	{"pinnedrefillheld", "CONSERVE", "Allocator.Alloc", "the front's pinned Alloc refills over a held group whose lowest object has a remote free pending (the group's objects are lost)"},
+	{"fillpinnedrs", "CACHE-COHERENT", "Allocator.Free", "the front's pinned entry fill does not read the remote set again after the header"},
+	{"quarantinedpastend", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc in guard mode skips its copy when the byte past its source is quarantined"},
+	{"frontnonotify", "LIFECYCLE", "Allocator.Free", "a remote free on a front cache does not notify the owner"},
+	{"pinnedsampled", "GUARD-FAULT", "Allocator.Alloc", "the front's pinned refill runs while guard mode samples: the sampled allocation is served unguarded, and sampling stops"},
+	{"largegrowexact", "ZEROED", "Cache.Realloc", "a large object does not grow in place into a free run exactly as long as it needs"},
 }

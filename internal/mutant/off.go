@@ -67,6 +67,12 @@ const (
 	FrontNoToken        = false
 	TokenLeak           = false
 	FlushNoWait         = false
+	PinnedRefillHeld    = false
+	FillPinnedRS        = false
+	QuarantinedPastEnd  = false
+	FrontNoNotify       = false
+	PinnedSampled       = false
+	LargeGrowExact      = false
 )
 
 func Drop() bool { return false }

@@ -84,6 +84,12 @@ var (
 	FrontNoToken        = on("frontnotoken")
 	TokenLeak           = on("tokenleak")
 	FlushNoWait         = on("flushnowait")
+	PinnedRefillHeld    = on("pinnedrefillheld")
+	FillPinnedRS        = on("fillpinnedrs")
+	QuarantinedPastEnd  = on("quarantinedpastend")
+	FrontNoNotify       = on("frontnonotify")
+	PinnedSampled       = on("pinnedsampled")
+	LargeGrowExact      = on("largegrowexact")
 )
 
 var remoteFrees atomic.Uint64
