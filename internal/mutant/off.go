@@ -30,6 +30,8 @@ const (
 	RetainIgnored       = false
 	TrimNoop            = false
 	DirtyAsFresh        = false
+	FreshFirst          = false
+	KeepFull            = false
 	LargeNoClear        = false
 	LargeLiveBytes      = false
 	OrphanCount         = false
