@@ -448,7 +448,11 @@ func (c *Cache) fillPinned(off uintptr) bool {
 // The free path calls it every publishBatch frees, and on the frees that make sb
 // partial or empty (sb.limit).
 func (c *Cache) publishLocal(sb *superblock) {
-	c.publishFrees(int(sb.class), sb.foldFreed())
+	n := sb.foldFreed()
+	if n > 0 {
+		sb.ownerFreed = true
+	}
+	c.publishFrees(int(sb.class), n)
 	c.relist(sb)
 }
 
@@ -750,6 +754,7 @@ func (a *Allocator) adopt(c *Cache, sb *superblock) bool {
 	}
 	a.unlinkOrphan(sb)
 	a.counts.orphaned--
+	sb.ownerFreed = true // it adopts by freeing into it
 	sb.owner.Store(c)
 	return true
 }
@@ -783,14 +788,28 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 // free) would otherwise keep them for good, every object freed remotely and
 // pending, since only an owner collects and an idle owner never does. As
 // orphans, the first free into one adopts it, and its free objects are
-// reused. A full superblock holds nothing to hand out, so nothing is lost by
-// giving it up; it happens once per superblock acquired, under the lock the
-// acquisition takes anyway, and the owner's own next free into it pays an
-// adoption. Under a.mu.
+// reused (xmalloc-test's consumer adopts its producer's superblocks, and its
+// frees become local). A full superblock holds nothing to hand out, so nothing
+// is lost by giving it up; it happens under the lock the acquisition takes
+// anyway. One the owner has freed into since it took it (ownerFreed) stays:
+// it will be partial again, and adopting it back would cost the owner the
+// central lock. Under a.mu.
 func (a *Allocator) orphanFull(c *Cache, k int) {
 	l := &c.lists[k]
+	var keep *superblock
 	for sb := l.full; sb != nil; {
 		next := sb.next
+		if sb.ownerFreed && !mutant.OrphanFreedFull {
+			// The owner frees into it: it will be partial again soon, and
+			// adopting it back would cost the owner the central lock.
+			sb.prev, sb.next = nil, keep
+			if keep != nil {
+				keep.prev = sb
+			}
+			keep = sb
+			sb = next
+			continue
+		}
 		c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
 		sb.prev, sb.next, sb.list = nil, nil, listNone
 		sb.owner.Store(nil)
@@ -798,7 +817,7 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 		a.counts.orphaned++
 		sb = next
 	}
-	l.full = nil
+	l.full = keep
 }
 
 // Flush gives back the objects the cache holds, collects remote frees, publishes

@@ -277,3 +277,37 @@ func TestIdleOwnerFullSuperblocksReused(t *testing.T) {
 	must(t, idle.Close())
 	must(t, worker.Close())
 }
+
+// TestOwnerFreedFullSuperblockKept (LIFECYCLE): a full superblock its owner
+// has freed into stays the owner's when the next refill acquires a superblock
+// (orphanFull gives up only the full superblocks nobody but others free into):
+// the owner's frees into it go on without adopting it back under the central
+// lock. With mutant orphanfreedfull it is orphaned.
+func TestOwnerFreedFullSuperblockKept(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	per := spec.ClassObjects(spec.SizeToClass(1000))
+	var objs [][]byte
+	for range per { // the first superblock, full
+		b, err := c.Alloc(1000)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	must(t, c.Free(objs[0])) // the owner frees into it
+	b, err := c.Alloc(1000)  // and takes the slot back: full again
+	must(t, err)
+	objs[0] = b
+	b, err = c.Alloc(1000) // a refill that must acquire a second superblock
+	must(t, err)
+	objs = append(objs, b)
+	if s := a.Stats(); s.OrphanedSuperblocks != 0 || s.SmallSuperblocks != 2 {
+		t.Fatalf("after the owner freed into its full superblock and acquired another: %d orphaned, %d small superblocks; want 0 and 2",
+			s.OrphanedSuperblocks, s.SmallSuperblocks)
+	}
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	must(t, c.Close())
+}

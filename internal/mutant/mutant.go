@@ -88,4 +88,5 @@ var All = []Mutant{
 	{"frontnotoken", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the front's fast path uses a P's cache whose token another call holds"},
 	{"tokenleak", "FRONT-EXCLUSIVE", "Allocator.Free", "a free through the front that fails keeps its P cache's token"},
 	{"flushnowait", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush takes the per-P caches without waiting out the fast paths in flight"},
+	{"orphanfreedfull", "LIFECYCLE", "Cache.Alloc", "a refill orphans a full superblock its owner frees into, which the owner's next free must adopt back"},
 }

@@ -69,6 +69,7 @@ const (
 	FrontNoToken        = false
 	TokenLeak           = false
 	FlushNoWait         = false
+	OrphanFreedFull     = false
 )
 
 func Drop() bool { return false }

@@ -86,6 +86,7 @@ var (
 	FrontNoToken        = on("frontnotoken")
 	TokenLeak           = on("tokenleak")
 	FlushNoWait         = on("flushnowait")
+	OrphanFreedFull     = on("orphanfreedfull")
 )
 
 var remoteFrees atomic.Uint64
