@@ -449,7 +449,11 @@ func (c *Cache) fillPinned(off uintptr) bool {
 // The free path calls it every publishBatch frees, and on the frees that make sb
 // partial or empty (sb.limit).
 func (c *Cache) publishLocal(sb *superblock) {
-	c.publishFrees(int(sb.class), sb.foldFreed())
+	n := sb.foldFreed()
+	if n > 0 {
+		sb.ownerFreed = true
+	}
+	c.publishFrees(int(sb.class), n)
 	c.relist(sb)
 }
 
@@ -542,9 +546,12 @@ func (c *Cache) refill(k int) error {
 		return nil
 	}
 	for retried := false; ; retried = true {
-		if sb := c.lists[k].partial; sb != nil {
-			c.setCurrent(k, sb)
-		} else if sb := c.a.acquire(c, k); sb != nil {
+		sb := c.lists[k].partial
+		if sb == nil {
+			c.fileCurrent(k) // full: acquire orphans it with the others (LIFECYCLE)
+			sb = c.a.acquire(c, k)
+		}
+		if sb != nil {
 			c.setCurrent(k, sb)
 		} else if !retried && !mutant.OOMNoFlush {
 			// OOM-REAL: before giving up, give back what this cache holds in
@@ -601,10 +608,40 @@ func (c *Cache) takeGroupPinned(k int) bool {
 	return true
 }
 
-// nextGroup is the group refill takes next: the first with a free object from
-// the cursor on, or -1.
+// nextGroup is the group refill takes next, or -1: the first with a free
+// object from the cursor on, among the groups that were handed out before while
+// any of them has one, and only then the first fresh group. The objects at and
+// above zeroedFrom were never handed out, so their pages may never have been
+// touched: a superblock whose live set stays small (larson's 8-byte class, 357
+// live objects in a superblock of 8192) reuses the pages it dirtied instead of
+// sweeping the cursor through all 64 KiB of them, faulting every page in
+// (MEM-ACCOUNT: Committed is the superblock, the kernel's RSS only what was
+// touched). The order changes nothing else: every group returned has a free
+// object, and -1 means none has.
 func (sb *superblock) nextGroup() int32 {
 	ng := int32(sb.groups())
+	// Every object at or above zeroedFrom is free (never taken), so the free
+	// bits below it number nfree+localFreed minus those above.
+	if dg := (sb.zeroedFrom + 31) / 32; dg < ng && !mutant.FreshFirst {
+		if sb.nfree+sb.localFreed > sb.objects()-sb.zeroedFrom {
+			start := sb.cursor
+			if start >= dg {
+				start = 0
+			}
+			for j := int32(0); j < dg; j++ {
+				g := start + j
+				if g >= dg {
+					g -= dg
+				}
+				if sb.free[g] != 0 {
+					return g
+				}
+			}
+		}
+		if sb.free[dg] != 0 {
+			return dg
+		}
+	}
 	for j := int32(0); j < ng; j++ {
 		g := sb.cursor + j
 		if g >= ng {
@@ -676,6 +713,18 @@ func (c *Cache) setCurrent(k int, sb *superblock) {
 	}
 }
 
+// fileCurrent files class k's current superblock, which has no free group
+// left, on its owner's full list (LIFECYCLE), so that acquire orphans it with
+// the class's other full superblocks.
+func (c *Cache) fileCurrent(k int) {
+	cc := &c.cls[k]
+	if old := cc.sb; old != nil && !mutant.KeepFull {
+		cc.sb, cc.bits, cc.rw = nil, 0, nil
+		old.list = listNone
+		c.publishLocal(old)
+	}
+}
+
 // adoptOnFree makes c the owner of sb if sb is an orphan, so that this free and
 // the ones after it are local: a goroutine that takes over another's objects
 // (larson's successors) takes over their superblocks as it frees into them,
@@ -706,6 +755,7 @@ func (a *Allocator) adopt(c *Cache, sb *superblock) bool {
 	}
 	a.unlinkOrphan(sb)
 	a.counts.orphaned--
+	sb.ownerFreed = true // it adopts by freeing into it
 	sb.owner.Store(c)
 	return true
 }
@@ -721,6 +771,7 @@ func (a *Allocator) drainOrphans(c *Cache) {
 func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	a.lock()
 	defer a.mu.Unlock()
+	a.orphanFull(c, k)
 	a.drainOrphanNotify(c)
 	sb := a.adoptOrphan(c, k)
 	if sb == nil {
@@ -730,6 +781,44 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
 	}
 	return sb
+}
+
+// orphanFull makes c's full superblocks of class k orphans, as Close does
+// (LIFECYCLE): a cache that goes idle after filling superblocks (larson's
+// main goroutine, which allocates the initial objects that the workers then
+// free) would otherwise keep them for good, every object freed remotely and
+// pending, since only an owner collects and an idle owner never does. As
+// orphans, the first free into one adopts it, and its free objects are
+// reused (xmalloc-test's consumer adopts its producer's superblocks, and its
+// frees become local). A full superblock holds nothing to hand out, so nothing
+// is lost by giving it up; it happens under the lock the acquisition takes
+// anyway. One the owner has freed into since it took it (ownerFreed) stays:
+// it will be partial again, and adopting it back would cost the owner the
+// central lock. Under a.mu.
+func (a *Allocator) orphanFull(c *Cache, k int) {
+	l := &c.lists[k]
+	var keep *superblock
+	for sb := l.full; sb != nil; {
+		next := sb.next
+		if sb.ownerFreed && !mutant.OrphanFreedFull {
+			// The owner frees into it: it will be partial again soon, and
+			// adopting it back would cost the owner the central lock.
+			sb.prev, sb.next = nil, keep
+			if keep != nil {
+				keep.prev = sb
+			}
+			keep = sb
+			sb = next
+			continue
+		}
+		c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
+		sb.prev, sb.next, sb.list = nil, nil, listNone
+		sb.owner.Store(nil)
+		a.linkOrphan(sb)
+		a.counts.orphaned++
+		sb = next
+	}
+	l.full = keep
 }
 
 // Flush gives back the objects the cache holds, collects remote frees, publishes

@@ -207,3 +207,107 @@ func TestDecayWalksOncePerDecay(t *testing.T) {
 		t.Fatalf("after the decay the pool keeps %d bytes committed, Retain is %d", s.Committed-s.InUse, retain)
 	}
 }
+
+// TestRefillReusesDirtyGroups (MEM-ACCOUNT): a refill takes a group its
+// superblock handed out before, while one of them has a free object, before a
+// fresh one, so a class whose live set stays small does not sweep its cursor
+// through the whole superblock and fault in every page (larson's 8-byte class:
+// 357 live objects in a superblock of 8192). With mutant freshfirst the second
+// round goes on into fresh groups.
+func TestRefillReusesDirtyGroups(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	const n, group = 200, 32 * 8 // 8-byte objects: groups of 256 bytes
+	var objs [][]byte
+	lo, hi := ^uintptr(0), uintptr(0)
+	for range n {
+		b, err := c.Alloc(8)
+		must(t, err)
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		lo, hi = min(lo, p), max(hi, p)
+		objs = append(objs, b)
+	}
+	end := lo + (hi-lo)/group*group + group // past the last group the first round touched
+	for _, b := range objs[1:] {
+		must(t, c.Free(b))
+	}
+	for i := range n - 1 {
+		b, err := c.Alloc(8)
+		must(t, err)
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p < lo || p >= end {
+			t.Fatalf("allocation %d of the second round at %#x, outside the groups of the first [%#x, %#x)", i, p, lo, end)
+		}
+		objs[1+i] = b
+	}
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	must(t, c.Close())
+}
+
+// TestIdleOwnerFullSuperblocksReused (LIFECYCLE): a cache that fills
+// superblocks and then goes idle does not keep them: its full superblocks of a
+// class become orphans as it acquires the next one (orphanFull), so when
+// another cache frees their objects it adopts them and they go back to the
+// pool, instead of staying owned by the idle cache with every object pending
+// (larson's main goroutine). With mutant keepfull they stay in use.
+func TestIdleOwnerFullSuperblocksReused(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	idle, _ := a.NewCache()
+	worker, _ := a.NewCache()
+	var objs [][]byte
+	for range 5 * 64 { // five superblocks of 1000-byte objects (64 each)
+		b, err := idle.Alloc(1000)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	last := objs[len(objs)-1]
+	for _, b := range objs[:len(objs)-1] {
+		must(t, worker.Free(b))
+	}
+	// Only the idle cache's current superblock, which still holds last, stays.
+	if s := a.Stats(); s.SmallSuperblocks != 1 {
+		t.Fatalf("%d small superblocks after the other cache freed all but one object, want 1 (the idle cache's current)", s.SmallSuperblocks)
+	}
+	must(t, idle.Free(last))
+	must(t, idle.Close())
+	must(t, worker.Close())
+}
+
+// TestOwnerFreedFullSuperblockKept (LIFECYCLE): a full superblock its owner
+// has freed into stays the owner's when the next refill acquires a superblock
+// (orphanFull gives up only the full superblocks nobody but others free into):
+// the owner's frees into it go on without adopting it back under the central
+// lock. With mutant orphanfreedfull it is orphaned.
+func TestOwnerFreedFullSuperblockKept(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	per := spec.ClassObjects(spec.SizeToClass(1000))
+	var objs [][]byte
+	for range per { // the first superblock, full
+		b, err := c.Alloc(1000)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	must(t, c.Free(objs[0])) // the owner frees into it
+	b, err := c.Alloc(1000)  // and takes the slot back: full again
+	must(t, err)
+	objs[0] = b
+	b, err = c.Alloc(1000) // a refill that must acquire a second superblock
+	must(t, err)
+	objs = append(objs, b)
+	if s := a.Stats(); s.OrphanedSuperblocks != 0 || s.SmallSuperblocks != 2 {
+		t.Fatalf("after the owner freed into its full superblock and acquired another: %d orphaned, %d small superblocks; want 0 and 2",
+			s.OrphanedSuperblocks, s.SmallSuperblocks)
+	}
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	must(t, c.Close())
+}

@@ -64,6 +64,7 @@ type superblock struct {
 	zeroedFrom int32    // objects at or above this index are known to read as zero
 	class      uint8
 	list       uint8 // which list prev/next link it into
+	ownerFreed bool  // its owner has freed into it since it took it (orphanFull keeps those)
 	prev, next *superblock
 
 	// shared

@@ -269,7 +269,15 @@ func TestLifecycleCatchesMisfiled(t *testing.T) {
 			}
 		}
 	}
-	must(t, h.Free(id, objs[0])) // the first superblock: partial now
+	// The first two superblocks were orphaned full as the next ones were
+	// acquired (orphanFull); a free into each adopts it back, partial. The
+	// current one filled, the refill takes the second and files the third
+	// full: one partial, one full.
+	must(t, h.Free(id, objs[0]))
+	must(t, h.Free(id, objs[16]))
+	for range 9 {
+		must(t, h.Alloc(id, 4096, 1))
+	}
 	s := clean(t, h)
 	c := &s.Caches[len(s.Caches)-1]
 	k := spec.SizeToClass(4096)

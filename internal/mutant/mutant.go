@@ -49,6 +49,8 @@ var All = []Mutant{
 	{"retainignored", "MEM-ACCOUNT", "Options.Retain", "the pool keeps every empty superblock committed, past Retain"},
 	{"trimnoop", "MEM-ACCOUNT", "Allocator.Trim", "Trim returns without giving memory back"},
 	{"dirtyasfresh", "ZEROED", "Cache.Alloc", "a reused superblock is carved as if it were fresh, so its objects are not zeroed"},
+	{"freshfirst", "MEM-ACCOUNT", "Cache.Alloc", "a refill takes the next fresh group of its superblock while groups it handed out before have free objects, faulting in pages a small live set does not need"},
+	{"keepfull", "LIFECYCLE", "Cache.Alloc", "a cache keeps its full superblocks when it acquires a new one, so an idle owner holds them, every object freed remotely and pending, for good"},
 	{"largenoclear", "ZEROED", "Cache.Alloc", "a large object on reused memory is not cleared"},
 	{"largelivebytes", "LARGE-EXACT", "Allocator.Stats", "a large free does not take its bytes off LiveBytes"},
 	{"orphancount", "MEM-ACCOUNT", "Allocator.Stats", "adopting an orphan at refill does not take it off OrphanedSuperblocks"},
@@ -92,4 +94,5 @@ var All = []Mutant{
 	{"frontnonotify", "LIFECYCLE", "Allocator.Free", "a remote free on a front cache does not notify the owner"},
 	{"pinnedsampled", "GUARD-FAULT", "Allocator.Alloc", "the front's pinned refill runs while guard mode samples: the sampled allocation is served unguarded, and sampling stops"},
 	{"largegrowexact", "ZEROED", "Cache.Realloc", "a large object does not grow in place into a free run exactly as long as it needs"},
+	{"orphanfreedfull", "LIFECYCLE", "Cache.Alloc", "a refill orphans a full superblock its owner frees into, which the owner's next free must adopt back"},
 }

@@ -30,6 +30,8 @@ const (
 	RetainIgnored       = false
 	TrimNoop            = false
 	DirtyAsFresh        = false
+	FreshFirst          = false
+	KeepFull            = false
 	LargeNoClear        = false
 	LargeLiveBytes      = false
 	OrphanCount         = false
@@ -73,6 +75,7 @@ const (
 	FrontNoNotify       = false
 	PinnedSampled       = false
 	LargeGrowExact      = false
+	OrphanFreedFull     = false
 )
 
 func Drop() bool { return false }

@@ -47,6 +47,8 @@ var (
 	RetainIgnored       = on("retainignored")
 	TrimNoop            = on("trimnoop")
 	DirtyAsFresh        = on("dirtyasfresh")
+	FreshFirst          = on("freshfirst")
+	KeepFull            = on("keepfull")
 	LargeNoClear        = on("largenoclear")
 	LargeLiveBytes      = on("largelivebytes")
 	OrphanCount         = on("orphancount")
@@ -90,6 +92,7 @@ var (
 	FrontNoNotify       = on("frontnonotify")
 	PinnedSampled       = on("pinnedsampled")
 	LargeGrowExact      = on("largegrowexact")
+	OrphanFreedFull     = on("orphanfreedfull")
 )
 
 var remoteFrees atomic.Uint64
