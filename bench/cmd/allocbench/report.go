@@ -629,7 +629,7 @@ func (r *runner) targets(anchors anchorSet) []target {
 				skip("sweep T=%d: not measured", t)
 				continue
 			}
-			add(v.med >= 1.08, "sweep %s T=%d: 16 ways has %s× the throughput of 1 way (target ≥ 1.08×)", sweepWorkload, t, v)
+			add(v.med >= 1.08, "sweep %s T=%d: 16 ways has %s× the throughput of 1 way (target ≥ 1.08×; the default is 32 since issue 12)", sweepWorkload, t, v)
 		}
 	}
 	return out
