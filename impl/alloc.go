@@ -115,6 +115,20 @@
 // (remoteFree) without the miss path's checks, and the front runs it pinned,
 // without the token.
 //
+// Memory back to the OS (MEM-ACCOUNT; issue 12). The pool keeps up to Retain
+// bytes of empty superblocks committed for good; what it holds past Retain
+// waits Options.Decay (1 s) before madvise returns it, as jemalloc's dirty
+// decay and mimalloc's purge delay do, so a program that frees a big buffer
+// and allocates it again soon (an Arrow builder, a request loop) does not
+// fault its pages in every time. A release walks the pool only once something
+// in it can have waited that long (decayNext): walking it on every release
+// cost xmalloc-test three quarters of its throughput. Large objects resize in
+// place: a shrink gives back the superblocks past the new size, a grow takes
+// the free superblocks right after the object. Measured (bench/results): the
+// Arrow-like grow cycle (64 B to 80 MB by doubling through Realloc, 50 times)
+// spends 0.15x the Go heap's kernel time at 0.38x its peak RSS; Arrow's int64
+// builder went from 1.27x to 0.23x GoAllocator's time.
+//
 // Bad frees (FREE-DOUBLE, FREE-INVALID) are always detected and never change state:
 // a free is accepted only at the start of a slot that is live; the owner checks its
 // free bitmap, its held group and the pending remote bits; a remote free that
