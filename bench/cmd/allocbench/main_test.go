@@ -268,6 +268,22 @@ func TestIssue12Targets(t *testing.T) {
 	}) {
 		t.Error("no grow-cycle line for refalloc-shared")
 	}
+	// The ways decision, from the sweep: 32 ways against 16, within each run.
+	for _, tc := range []struct {
+		w32, w16 []float64
+		status   string
+	}{{[]float64{30, 31, 20}, []float64{23, 24, 25}, "PASS"}, {[]float64{20, 21, 30}, []float64{23, 24, 25}, "MISS"}} {
+		r := &runner{o: &options{phases: []string{"sweep"}, sweepThreads: []int{1}, sweepWays: []int{1, 16, 32}}}
+		for ways, vs := range map[int][]float64{16: tc.w16, 32: tc.w32} {
+			for i, v := range vs {
+				r.results = append(r.results, Measurement{Spec: Spec{Mode: "sweep", Workload: sweepWorkload, Alloc: c, Threads: 1, Ways: ways}, Rep: i + 1, Value: v})
+			}
+		}
+		ts := r.issue12Targets()
+		if len(ts) != 1 || ts[0].status != tc.status || !strings.Contains(ts[0].what, "32 ways (the default)") {
+			t.Errorf("ways decision %v against %v: %v, want one %s line", tc.w32, tc.w16, ts, tc.status)
+		}
+	}
 	// Nothing with 100 MiB live: the 1.1 target says it was not measured.
 	small := fakeRun{mem: map[string]map[string][][2]float64{"threadtest-64": {c: {{1, 1.2}}}}}
 	ts := small.runner().issue12Targets()

@@ -838,6 +838,19 @@ func (r *runner) issue12Targets() []target {
 			skip("memory: no workload with ≥ 100 MiB live measured through refalloc-cache (fill-mixed has -fill-bytes)")
 		}
 	}
+	// The ways decision: the default (32 ways since issue 12) must not lose
+	// to 16 ways, the default before.
+	if r.o.has("sweep") && slices.Contains(r.o.sweepWays, 16) && slices.Contains(r.o.sweepWays, 32) {
+		for _, t := range r.o.sweepThreads {
+			v := spreadOf(r.pairs(key{"sweep", sweepWorkload, t, bench.RefallocCache, 32},
+				key{"sweep", sweepWorkload, t, bench.RefallocCache, 16}, speed(true)))
+			if !v.ok() {
+				skip("sweep T=%d: 16 and 32 ways not both measured", t)
+				continue
+			}
+			add(v.med >= 1, "sweep %s T=%d: 32 ways (the default) has %s× the throughput of 16 ways (target ≥ 1×)", sweepWorkload, t, v)
+		}
+	}
 	return out
 }
 
