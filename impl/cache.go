@@ -549,10 +549,16 @@ func (c *Cache) refill(k int) error {
 		sb := c.lists[k].partial
 		if sb == nil {
 			c.fileCurrent(k) // full: acquire orphans it with the others (LIFECYCLE)
+			yield(YieldRefillAcquire)
 			sb = c.a.acquire(c, k)
 		}
 		if sb != nil {
 			c.setCurrent(k, sb)
+			// A superblock acquire orphaned (orphanFull) may have been pushed
+			// onto our stack after the drain above: forward it (LIFECYCLE).
+			if !mutant.RefillNoDrain {
+				c.drainNotify()
+			}
 		} else if !retried && !mutant.OOMNoFlush {
 			// OOM-REAL: before giving up, give back what this cache holds in
 			// every class and release its empty superblocks, so that frees

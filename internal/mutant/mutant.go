@@ -95,4 +95,6 @@ var All = []Mutant{
 	{"pinnedsampled", "GUARD-FAULT", "Allocator.Alloc", "the front's pinned refill runs while guard mode samples: the sampled allocation is served unguarded, and sampling stops"},
 	{"largegrowexact", "ZEROED", "Cache.Realloc", "a large object does not grow in place into a free run exactly as long as it needs"},
 	{"orphanfreedfull", "LIFECYCLE", "Cache.Alloc", "a refill orphans a full superblock its owner frees into, which the owner's next free must adopt back"},
+	{"noreroute", "LIFECYCLE", "Cache.Free", "a notify that pushed a superblock onto a stack whose cache gave it up meanwhile (orphanFull) leaves it there: the idle owner never forwards it"},
+	{"refillnodrain", "LIFECYCLE", "Cache.Alloc", "a refill that orphaned its full superblocks does not drain its stack again: one announced there before the orphaning stays"},
 }

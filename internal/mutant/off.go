@@ -76,6 +76,8 @@ const (
 	PinnedSampled       = false
 	LargeGrowExact      = false
 	OrphanFreedFull     = false
+	NoReroute           = false
+	RefillNoDrain       = false
 )
 
 func Drop() bool { return false }

@@ -93,6 +93,8 @@ var (
 	PinnedSampled       = on("pinnedsampled")
 	LargeGrowExact      = on("largegrowexact")
 	OrphanFreedFull     = on("orphanfreedfull")
+	NoReroute           = on("noreroute")
+	RefillNoDrain       = on("refillnodrain")
 )
 
 var remoteFrees atomic.Uint64
