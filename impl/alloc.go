@@ -291,6 +291,9 @@ func New(opt Options) (*Allocator, error) {
 	switch ways {
 	case 0:
 		ways = 32
+		if mutant.Ways16 {
+			ways = 16
+		}
 	case 1, 8, 16, 32:
 	default:
 		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16 or 32, not %d", ways)

@@ -634,7 +634,7 @@ func (sb *superblock) nextGroup() int32 {
 			if start >= dg {
 				start = 0
 			}
-			for j := int32(0); j < dg; j++ {
+			for j := int32(0); j < dg-b2i(mutant.DirtyScanShort); j++ {
 				g := start + j
 				if g >= dg {
 					g -= dg

@@ -78,6 +78,8 @@ const (
 	OrphanFreedFull     = false
 	NoReroute           = false
 	RefillNoDrain       = false
+	Ways16              = false
+	DirtyScanShort      = false
 )
 
 func Drop() bool { return false }

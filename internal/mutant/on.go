@@ -95,6 +95,8 @@ var (
 	OrphanFreedFull     = on("orphanfreedfull")
 	NoReroute           = on("noreroute")
 	RefillNoDrain       = on("refillnodrain")
+	Ways16              = on("ways16")
+	DirtyScanShort      = on("dirtyscanshort")
 )
 
 var remoteFrees atomic.Uint64

@@ -1,0 +1,78 @@
+package impl_test
+
+import (
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestDefaultWaysHoldLiveSetOf32 (CACHE-COHERENT: 32 ways by default): frees
+// that go round 32 consecutive superblocks, again and again, all hit the
+// superblock cache after the first round. With 16 ways every one of them
+// would evict another's entry and miss.
+func TestDefaultWaysHoldLiveSetOf32(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	per := spec.ClassObjects(spec.SizeToClass(1000))
+	const sbs = 32
+	objs := make([][]byte, sbs*per)
+	for i := range objs {
+		objs[i], err = c.Alloc(1000)
+		must(t, err)
+	}
+	if s := a.Stats(); s.SmallSuperblocks != sbs {
+		t.Fatalf("%d small superblocks, want %d", s.SmallSuperblocks, sbs)
+	}
+	round := func(r int) {
+		for s := range sbs {
+			must(t, c.Free(objs[s*per+r]))
+		}
+	}
+	round(0)
+	c.Flush()
+	before := a.Stats().SuperblockCacheMisses
+	for r := 1; r < 4; r++ {
+		round(r)
+	}
+	c.Flush()
+	if m := a.Stats().SuperblockCacheMisses - before; m != 0 {
+		t.Fatalf("%d superblock cache misses freeing round 32 superblocks whose entries were filled, want 0 (the default has 32 ways)", m)
+	}
+	for s := range sbs {
+		for r := 4; r < per; r++ {
+			must(t, c.Free(objs[s*per+r]))
+		}
+	}
+	must(t, c.Close())
+}
+
+// TestRefillReusesJustTakenGroup (MEM-ACCOUNT, nextGroup): a refill takes a
+// group handed out before, with a free object, ahead of a fresh one, even when
+// it is the group just taken (the one before the cursor): freeing one object
+// of the first group and allocating past the held group gives that object
+// back instead of touching the next group's fresh pages.
+func TestRefillReusesJustTakenGroup(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	objs := make([][]byte, 32)
+	for i := range objs { // the first group of a fresh superblock of 8-byte objects
+		objs[i], err = c.Alloc(8)
+		must(t, err)
+	}
+	must(t, c.Free(objs[0]))
+	b, err := c.Alloc(8) // the held group is empty: a refill
+	must(t, err)
+	if addrOf(b) != addrOf(objs[0]) {
+		t.Fatalf("the refill after freeing one object of the only dirty group returned %#x, want the freed %#x (a fresh group's pages were touched)", addrOf(b), addrOf(objs[0]))
+	}
+	objs[0] = b
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	must(t, c.Close())
+}
