@@ -76,3 +76,26 @@ func TestRefillReusesJustTakenGroup(t *testing.T) {
 	}
 	must(t, c.Close())
 }
+
+// TestFreshGroupsInAddressOrder (MEM-ACCOUNT, nextGroup): with no group handed
+// out before holding a free object, a refill takes the first fresh group, the
+// one right after those handed out: a superblock's pages are touched in order,
+// from its start, as far as its live set needs and no further.
+func TestFreshGroupsInAddressOrder(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	objs := make([][]byte, 4*32)
+	for i := range objs {
+		objs[i], err = c.Alloc(8)
+		must(t, err)
+		if i > 0 && addrOf(objs[i]) != addrOf(objs[0])+uintptr(8*i) {
+			t.Fatalf("object %d of a fresh superblock at %#x, want %#x (the groups in address order)", i, addrOf(objs[i]), addrOf(objs[0])+uintptr(8*i))
+		}
+	}
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	must(t, c.Close())
+}
