@@ -810,7 +810,7 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 			// The owner frees into it: it will be partial again soon, and
 			// adopting it back would cost the owner the central lock.
 			sb.prev, sb.next = nil, keep
-			if keep != nil {
+			if keep != nil && !mutant.KeepNoPrev {
 				keep.prev = sb
 			}
 			keep = sb

@@ -98,5 +98,6 @@ var All = []Mutant{
 	{"noreroute", "LIFECYCLE", "Cache.Free", "a notify that pushed a superblock onto a stack whose cache gave it up meanwhile (orphanFull) leaves it there: the idle owner never forwards it"},
 	{"ways16", "CACHE-COHERENT", "Options.SuperblockCacheWays", "the superblock cache's default is 16 ways, not 32"},
 	{"dirtyscanshort", "MEM-ACCOUNT", "Cache.Alloc", "a refill's scan of the groups handed out before stops one short, skipping the group just taken: a fresh group's pages are touched instead"},
+	{"keepnoprev", "LIFECYCLE", "Cache.Alloc", "orphanFull relinks the full superblocks it keeps without their prev links: unlinking one drops the others from the list"},
 	{"refillnodrain", "LIFECYCLE", "Cache.Alloc", "a refill that orphaned its full superblocks does not drain its stack again: one announced there before the orphaning stays"},
 }

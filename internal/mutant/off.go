@@ -80,6 +80,7 @@ const (
 	RefillNoDrain       = false
 	Ways16              = false
 	DirtyScanShort      = false
+	KeepNoPrev          = false
 )
 
 func Drop() bool { return false }

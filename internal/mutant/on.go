@@ -97,6 +97,7 @@ var (
 	RefillNoDrain       = on("refillnodrain")
 	Ways16              = on("ways16")
 	DirtyScanShort      = on("dirtyscanshort")
+	KeepNoPrev          = on("keepnoprev")
 )
 
 var remoteFrees atomic.Uint64
