@@ -458,7 +458,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	sb.ensureRemote(groups, gen)
 	sb.initSmall(k, a.debug)
 	sb.dirty = true
-	sb.ownerFreed = false
+	sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
 	sb.owner.Store(c)
 	yield(YieldAcquireCarve)
 	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
@@ -717,7 +717,7 @@ func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
 		if !mutant.OrphanCount {
 			a.counts.orphaned--
 		}
-		sb.ownerFreed = false
+		sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
 		sb.owner.Store(c)
 		return sb
 	}

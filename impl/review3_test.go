@@ -99,3 +99,59 @@ func TestFreshGroupsInAddressOrder(t *testing.T) {
 	}
 	must(t, c.Close())
 }
+
+// TestOwnerFreedClearedOnAcquire (LIFECYCLE, ownerFreed): ownerFreed says the
+// current owner freed into the superblock since it took it, so taking one from
+// the pool or adopting an orphan at refill clears it. A superblock whose last
+// owner freed into it (a previous small life, or the life before Close) and
+// that its new owner only fills is orphaned as any other full superblock when
+// the new owner acquires the next one.
+func TestOwnerFreedClearedOnAcquire(t *testing.T) {
+	per := spec.ClassObjects(spec.SizeToClass(1000))
+	fill := func(t *testing.T, c *impl.Cache, n int) [][]byte {
+		var objs [][]byte
+		for range n {
+			b, err := c.Alloc(1000)
+			must(t, err)
+			objs = append(objs, b)
+		}
+		return objs
+	}
+	t.Run("pool", func(t *testing.T) {
+		a, err := impl.New(impl.Options{Reserve: 64 << 20})
+		must(t, err)
+		defer a.Close()
+		old, _ := a.NewCache()
+		for _, b := range fill(t, old, per) { // its owner frees into it: ownerFreed
+			must(t, old.Free(b))
+		}
+		must(t, old.Close()) // empty: back to the pool
+		c, _ := a.NewCache()
+		objs := fill(t, c, per+1) // the same superblock, full, then a second
+		if s := a.Stats(); s.OrphanedSuperblocks != 1 {
+			t.Fatalf("%d orphaned superblocks after a cache filled one from the pool and acquired the next, want 1", s.OrphanedSuperblocks)
+		}
+		for _, b := range objs {
+			must(t, c.Free(b))
+		}
+		must(t, c.Close())
+	})
+	t.Run("orphan", func(t *testing.T) {
+		a, err := impl.New(impl.Options{Reserve: 64 << 20})
+		must(t, err)
+		defer a.Close()
+		old, _ := a.NewCache()
+		objs := fill(t, old, per)
+		must(t, old.Free(objs[0])) // its owner frees into it: ownerFreed at Close
+		must(t, old.Close())       // an orphan with one free object
+		c, _ := a.NewCache()
+		objs = append(objs[1:], fill(t, c, 2)...) // adopts it at refill, fills it, acquires the next
+		if s := a.Stats(); s.OrphanedSuperblocks != 1 {
+			t.Fatalf("%d orphaned superblocks after a cache adopted an orphan at refill, filled it and acquired the next, want 1", s.OrphanedSuperblocks)
+		}
+		for _, b := range objs {
+			must(t, c.Free(b))
+		}
+		must(t, c.Close())
+	})
+}

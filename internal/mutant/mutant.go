@@ -99,5 +99,6 @@ var All = []Mutant{
 	{"ways16", "CACHE-COHERENT", "Options.SuperblockCacheWays", "the superblock cache's default is 16 ways, not 32"},
 	{"dirtyscanshort", "MEM-ACCOUNT", "Cache.Alloc", "a refill's scan of the groups handed out before stops one short, skipping the group just taken: a fresh group's pages are touched instead"},
 	{"keepnoprev", "LIFECYCLE", "Cache.Alloc", "orphanFull relinks the full superblocks it keeps without their prev links: unlinking one drops the others from the list"},
+	{"staleownerfreed", "LIFECYCLE", "Cache.Alloc", "a superblock taken from the pool or adopted at refill keeps the ownerFreed of its last owner: full, it is never orphaned"},
 	{"refillnodrain", "LIFECYCLE", "Cache.Alloc", "a refill that orphaned its full superblocks does not drain its stack again: one announced there before the orphaning stays"},
 }

@@ -81,6 +81,7 @@ const (
 	Ways16              = false
 	DirtyScanShort      = false
 	KeepNoPrev          = false
+	StaleOwnerFreed     = false
 )
 
 func Drop() bool { return false }

@@ -98,6 +98,7 @@ var (
 	Ways16              = on("ways16")
 	DirtyScanShort      = on("dirtyscanshort")
 	KeepNoPrev          = on("keepnoprev")
+	StaleOwnerFreed     = on("staleownerfreed")
 )
 
 var remoteFrees atomic.Uint64
