@@ -3,9 +3,13 @@
 package impl_test
 
 import (
+	"errors"
+	"fmt"
+	"runtime/debug"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestOrphanFullNotifiedOnOwnersStack (LIFECYCLE): a remote free reads the
@@ -88,5 +92,51 @@ func TestOrphanFullPushedBeforeOrphaning(t *testing.T) {
 	must(t, idle.Free(next))
 	for _, c := range []*impl.Cache{idle, w1} {
 		must(t, c.Close())
+	}
+}
+
+// TestReallocRacesFreeOfSource (GUARD-FAULT: the allocator never touches
+// quarantined memory for its caller): a free of a guarded object while a
+// moving Realloc of it has allocated the new object and not yet copied
+// (realloc.moved) quarantines the source; the copy, under the central lock,
+// must then be skipped, not fault reading the protected source.
+func TestReallocRacesFreeOfSource(t *testing.T) {
+	for _, n := range []int{100, 200_000} {
+		a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
+		must(t, err)
+		if !a.GuardProtects() {
+			a.Close()
+			t.Skip("guard mode cannot protect memory here")
+		}
+		c, _ := a.NewCache()
+		d, _ := a.NewCache()
+		b, err := c.Alloc(n)
+		must(t, err)
+		blocker, err := c.Alloc(8) // b cannot grow in place
+		must(t, err)
+		var nb []byte
+		err = during(t, newPause(impl.YieldReallocMoved), func() (err error) {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("Realloc faulted: %v", r)
+				}
+			}()
+			nb, err = c.Realloc(b, 2*n)
+			return err
+		}, func() {
+			must(t, d.Free(b)) // quarantined now
+		})
+		switch {
+		case errors.Is(err, impl.ErrDoubleFree): // refused: the free came first (FREE-DOUBLE)
+		case err != nil:
+			t.Fatalf("size %d: %v", n, err)
+		default:
+			must(t, c.Free(nb))
+		}
+		must(t, c.Free(blocker))
+		c.Close()
+		d.Close()
+		a.Close()
 	}
 }

@@ -82,6 +82,7 @@ const (
 	DirtyScanShort      = false
 	KeepNoPrev          = false
 	StaleOwnerFreed     = false
+	CopyQuarantinedSrc  = false
 )
 
 func Drop() bool { return false }

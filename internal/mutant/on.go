@@ -99,6 +99,7 @@ var (
 	DirtyScanShort      = on("dirtyscanshort")
 	KeepNoPrev          = on("keepnoprev")
 	StaleOwnerFreed     = on("staleownerfreed")
+	CopyQuarantinedSrc  = on("copyquarantinedsrc")
 )
 
 var remoteFrees atomic.Uint64
