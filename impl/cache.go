@@ -817,7 +817,9 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 			sb = next
 			continue
 		}
-		c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
+		if !mutant.OrphanFullEntry {
+			c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
+		}
 		sb.prev, sb.next, sb.list = nil, nil, listNone
 		sb.owner.Store(nil)
 		a.linkOrphan(sb)

@@ -1,6 +1,7 @@
 package impl_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
@@ -154,4 +155,38 @@ func TestOwnerFreedClearedOnAcquire(t *testing.T) {
 		}
 		must(t, c.Close())
 	})
+}
+
+// TestOrphanFullDropsOwnersEntry (CACHE-COHERENT, orphanFull): the owner's
+// superblock cache may hold a "mine" entry for a full superblock it never
+// freed into (a bad free filled it); orphaning the superblock must drop the
+// entry, or the old owner's next free into it hits and frees locally into an
+// orphan instead of adopting it.
+func TestOrphanFullDropsOwnersEntry(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	per := spec.ClassObjects(spec.SizeToClass(1000))
+	objs := make([][]byte, per)
+	for i := range objs { // one superblock, full
+		objs[i], err = c.Alloc(1000)
+		must(t, err)
+	}
+	if err := c.Free(objs[0][8:]); !errors.Is(err, impl.ErrInvalidPointer) { // fills c's entry
+		t.Fatalf("free inside an object: %v, want ErrInvalidPointer", err)
+	}
+	b, err := c.Alloc(1000) // acquires a second superblock: the full one is orphaned
+	must(t, err)
+	if s := a.Stats(); s.OrphanedSuperblocks != 1 {
+		t.Fatalf("%d orphaned superblocks, want 1", s.OrphanedSuperblocks)
+	}
+	must(t, c.Free(objs[0])) // into the orphan: adopts it
+	if s := a.Stats(); s.OrphanedSuperblocks != 0 {
+		t.Fatalf("the old owner freed into its orphaned superblock: %d orphaned superblocks, want 0 (adopted on free)", s.OrphanedSuperblocks)
+	}
+	for _, o := range append(objs[1:], b) {
+		must(t, c.Free(o))
+	}
+	must(t, c.Close())
 }

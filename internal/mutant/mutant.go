@@ -101,5 +101,6 @@ var All = []Mutant{
 	{"keepnoprev", "LIFECYCLE", "Cache.Alloc", "orphanFull relinks the full superblocks it keeps without their prev links: unlinking one drops the others from the list"},
 	{"staleownerfreed", "LIFECYCLE", "Cache.Alloc", "a superblock taken from the pool or adopted at refill keeps the ownerFreed of its last owner: full, it is never orphaned"},
 	{"copyquarantinedsrc", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc in guard mode checks only its new object for quarantine: a free of its source racing it makes the copy fault"},
+	{"orphanfullentry", "CACHE-COHERENT", "Cache.Free", "orphanFull keeps the owner's \"mine\" entry of a superblock it orphans: the old owner's next free into it is local, into an orphan"},
 	{"refillnodrain", "LIFECYCLE", "Cache.Alloc", "a refill that orphaned its full superblocks does not drain its stack again: one announced there before the orphaning stays"},
 }

@@ -83,6 +83,7 @@ const (
 	KeepNoPrev          = false
 	StaleOwnerFreed     = false
 	CopyQuarantinedSrc  = false
+	OrphanFullEntry     = false
 )
 
 func Drop() bool { return false }

@@ -100,6 +100,7 @@ var (
 	KeepNoPrev          = on("keepnoprev")
 	StaleOwnerFreed     = on("staleownerfreed")
 	CopyQuarantinedSrc  = on("copyquarantinedsrc")
+	OrphanFullEntry     = on("orphanfullentry")
 )
 
 var remoteFrees atomic.Uint64
