@@ -291,6 +291,9 @@ func New(opt Options) (*Allocator, error) {
 	switch ways {
 	case 0:
 		ways = 32
+		if mutant.Ways16 {
+			ways = 16
+		}
 	case 1, 8, 16, 32:
 	default:
 		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16 or 32, not %d", ways)
@@ -455,7 +458,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	sb.ensureRemote(groups, gen)
 	sb.initSmall(k, a.debug)
 	sb.dirty = true
-	sb.ownerFreed = false
+	sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
 	sb.owner.Store(c)
 	yield(YieldAcquireCarve)
 	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
@@ -714,7 +717,7 @@ func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
 		if !mutant.OrphanCount {
 			a.counts.orphaned--
 		}
-		sb.ownerFreed = false
+		sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
 		sb.owner.Store(c)
 		return sb
 	}

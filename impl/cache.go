@@ -549,10 +549,16 @@ func (c *Cache) refill(k int) error {
 		sb := c.lists[k].partial
 		if sb == nil {
 			c.fileCurrent(k) // full: acquire orphans it with the others (LIFECYCLE)
+			yield(YieldRefillAcquire)
 			sb = c.a.acquire(c, k)
 		}
 		if sb != nil {
 			c.setCurrent(k, sb)
+			// A superblock acquire orphaned (orphanFull) may have been pushed
+			// onto our stack after the drain above: forward it (LIFECYCLE).
+			if !mutant.RefillNoDrain {
+				c.drainNotify()
+			}
 		} else if !retried && !mutant.OOMNoFlush {
 			// OOM-REAL: before giving up, give back what this cache holds in
 			// every class and release its empty superblocks, so that frees
@@ -628,7 +634,7 @@ func (sb *superblock) nextGroup() int32 {
 			if start >= dg {
 				start = 0
 			}
-			for j := int32(0); j < dg; j++ {
+			for j := int32(0); j < dg-b2i(mutant.DirtyScanShort); j++ {
 				g := start + j
 				if g >= dg {
 					g -= dg
@@ -804,14 +810,16 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 			// The owner frees into it: it will be partial again soon, and
 			// adopting it back would cost the owner the central lock.
 			sb.prev, sb.next = nil, keep
-			if keep != nil {
+			if keep != nil && !mutant.KeepNoPrev {
 				keep.prev = sb
 			}
 			keep = sb
 			sb = next
 			continue
 		}
-		c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
+		if !mutant.OrphanFullEntry {
+			c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
+		}
 		sb.prev, sb.next, sb.list = nil, nil, listNone
 		sb.owner.Store(nil)
 		a.linkOrphan(sb)

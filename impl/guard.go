@@ -394,7 +394,7 @@ func (a *Allocator) takeRunEvict(n uint32) (uint32, bool) {
 func (a *Allocator) copyOut(dst, src []byte) {
 	a.lock()
 	defer a.mu.Unlock()
-	if !a.quarantined(src) && !a.quarantined(dst) {
+	if (mutant.CopyQuarantinedSrc || !a.quarantined(src)) && !a.quarantined(dst) {
 		copy(dst, src)
 	}
 }

@@ -101,7 +101,8 @@ func (a *Allocator) notify(sb *superblock) {
 	yield(YieldNotifyPush)
 	for {
 		head := &a.orphanNotify
-		if o := sb.owner.Load(); o != nil {
+		o := sb.owner.Load()
+		if o != nil {
 			head = &o.notify
 		}
 		yield(YieldNotifyOwner)
@@ -111,6 +112,33 @@ func (a *Allocator) notify(sb *superblock) {
 		}
 		sb.nextNotify.Store(h)
 		if head.CompareAndSwap(h, sb) {
+			if o != nil && sb.owner.Load() != o && !mutant.NoReroute {
+				a.reroute(o) // LIFECYCLE: o gave sb up (orphanFull) and may never drain
+			}
+			return
+		}
+	}
+}
+
+// reroute forwards what is on o's stack, as o's drain would, for a notify that
+// pushed a superblock onto it after o gave the superblock up (orphanFull, at a
+// refill of o that acquires): o may go idle and never drain again, and while
+// the superblock is marked notified no other free announces it, so its remote
+// frees would stay pending for good. What o still owns goes back onto o's
+// stack. Close seals the stack (closedStack) and forwards it itself.
+func (a *Allocator) reroute(o *Cache) {
+	for {
+		h := o.notify.Load()
+		if h == nil || h == closedStack {
+			return
+		}
+		if o.notify.CompareAndSwap(h, nil) {
+			for sb := h; sb != nil; {
+				next := sb.nextNotify.Load()
+				sb.notified.Store(false)
+				a.forward(sb)
+				sb = next
+			}
 			return
 		}
 	}

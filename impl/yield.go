@@ -29,6 +29,7 @@ const (
 	YieldLargeTaken     = "large.taken"     // allocLarge took its run out of the pool, before zeroing and publishing it
 	YieldLockWait       = "lock.wait"       // a lock is busy
 	YieldReallocMoved   = "realloc.moved"   // a moving Realloc allocated its new object, before copying into it
+	YieldRefillAcquire  = "refill.acquire"  // refill drained its stack and found no partial superblock, before acquiring (orphanFull)
 )
 
 // lockMu locks mu. In refalloc_yield builds it yields while mu is busy, so the

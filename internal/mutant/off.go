@@ -76,6 +76,14 @@ const (
 	PinnedSampled       = false
 	LargeGrowExact      = false
 	OrphanFreedFull     = false
+	NoReroute           = false
+	RefillNoDrain       = false
+	Ways16              = false
+	DirtyScanShort      = false
+	KeepNoPrev          = false
+	StaleOwnerFreed     = false
+	CopyQuarantinedSrc  = false
+	OrphanFullEntry     = false
 )
 
 func Drop() bool { return false }

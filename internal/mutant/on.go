@@ -93,6 +93,14 @@ var (
 	PinnedSampled       = on("pinnedsampled")
 	LargeGrowExact      = on("largegrowexact")
 	OrphanFreedFull     = on("orphanfreedfull")
+	NoReroute           = on("noreroute")
+	RefillNoDrain       = on("refillnodrain")
+	Ways16              = on("ways16")
+	DirtyScanShort      = on("dirtyscanshort")
+	KeepNoPrev          = on("keepnoprev")
+	StaleOwnerFreed     = on("staleownerfreed")
+	CopyQuarantinedSrc  = on("copyquarantinedsrc")
+	OrphanFullEntry     = on("orphanfullentry")
 )
 
 var remoteFrees atomic.Uint64
