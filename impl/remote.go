@@ -107,7 +107,7 @@ func (a *Allocator) notify(sb *superblock) {
 		}
 		yield(YieldNotifyOwner)
 		h := head.Load()
-		if h == closedStack && !mutant.NotifyClosed {
+		if h == closedStack {
 			continue // the owner closed after we read it; sb.owner is already nil
 		}
 		sb.nextNotify.Store(h)

@@ -65,7 +65,6 @@ var All = []Mutant{
 	{"remotetail", "FREE-INVALID", "Cache.Free", "a remote free does not check that the index is below the object count"},
 	{"localtail", "FREE-INVALID", "Cache.Free", "the owner's free does not check that the index is below the object count"},
 	{"stalepoolnil", "FREE-DOUBLE", "Cache.Free", "a free into a pooled superblock at a slot of its last layout returns nil"},
-	{"notifyclosed", "LIFECYCLE", "Cache.Close", "a remote free pushes its notification onto a closed cache's stack"},
 	{"acquirenoinvalidate", "CACHE-COHERENT", "Cache.Alloc", "a refill that acquires a superblock keeps its 'not mine' entry for it"},
 	{"heldnotchecked", "FREE-DOUBLE", "Cache.Free", "the owner's double-free check does not look at its held group"},
 	{"pendingnotchecked", "NO-OVERLAP", "Cache.Alloc", "the alloc fast path hands out a held object with a remote free pending on it"},

@@ -46,7 +46,6 @@ const (
 	RemoteTail          = false
 	LocalTail           = false
 	StalePoolNil        = false
-	NotifyClosed        = false
 	AcquireNoInvalidate = false
 	HeldNotChecked      = false
 	PendingNotChecked   = false

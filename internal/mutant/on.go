@@ -63,7 +63,6 @@ var (
 	RemoteTail          = on("remotetail")
 	LocalTail           = on("localtail")
 	StalePoolNil        = on("stalepoolnil")
-	NotifyClosed        = on("notifyclosed")
 	AcquireNoInvalidate = on("acquirenoinvalidate")
 	HeldNotChecked      = on("heldnotchecked")
 	PendingNotChecked   = on("pendingnotchecked")
