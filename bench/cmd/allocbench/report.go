@@ -499,6 +499,32 @@ func (r *runner) sweepTable() {
 // allocator (cache-thrash) otherwise flip on noise.
 const tieTolerance = 0.03
 
+// peersAhead compares the Go peers with k, refalloc allocator name's
+// measurement of workload w at t threads (higherIsBetter: the metric's
+// direction), by the median of within-run ratios: it reports whether one is
+// ahead by more than tieTolerance, and says which (and which are within it).
+func (r *runner) peersAhead(w string, t int, k key, name string, higherIsBetter bool) (bool, string) {
+	var ahead, tied []string
+	for _, peer := range []string{bench.GoHeap, bench.SyncPool, bench.Modernc} {
+		v := spreadOf(r.pairs(key{"suite", w, t, peer, 0}, k, speed(higherIsBetter)))
+		switch {
+		case !v.ok():
+		case v.med > 1+tieTolerance:
+			ahead = append(ahead, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
+		case v.med > 1:
+			tied = append(tied, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
+		}
+	}
+	msg := "no Go peer ahead of " + name
+	if len(ahead) > 0 {
+		msg = "ahead of " + name + ": " + strings.Join(ahead, ", ")
+	}
+	if len(tied) > 0 {
+		msg += fmt.Sprintf(" (within %.0f%%, counted as a tie: %s)", 100*tieTolerance, strings.Join(tied, ", "))
+	}
+	return len(ahead) > 0, msg
+}
+
 // targets evaluates issue #5's targets on what was measured. Every ratio is
 // the median of ratios taken within one run.
 func (r *runner) targets(anchors anchorSet) []target {
@@ -548,25 +574,8 @@ func (r *runner) targets(anchors anchorSet) []target {
 		}
 		for _, w := range ws {
 			for _, t := range r.o.threadsFor(w) {
-				var ahead, tied []string
-				for _, peer := range []string{bench.GoHeap, bench.SyncPool, bench.Modernc} {
-					v := spreadOf(r.pairs(suite(w.Name, t, peer), suite(w.Name, t, bench.RefallocCache), speed(w.HigherIsBetter)))
-					switch {
-					case !v.ok():
-					case v.med > 1+tieTolerance:
-						ahead = append(ahead, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
-					case v.med > 1:
-						tied = append(tied, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
-					}
-				}
-				msg := "no Go peer ahead of refalloc-cache"
-				if len(ahead) > 0 {
-					msg = "ahead of refalloc-cache: " + strings.Join(ahead, ", ")
-				}
-				if len(tied) > 0 {
-					msg += fmt.Sprintf(" (within %.0f%%, counted as a tie: %s)", 100*tieTolerance, strings.Join(tied, ", "))
-				}
-				add(len(ahead) == 0, "%s T=%d: %s", w.Name, t, msg)
+				ahead, msg := r.peersAhead(w.Name, t, suite(w.Name, t, bench.RefallocCache), bench.RefallocCache, w.HigherIsBetter)
+				add(!ahead, "%s T=%d: %s", w.Name, t, msg)
 			}
 		}
 		out = append(out, r.frontTargets(ws)...)
@@ -684,25 +693,8 @@ func (r *runner) frontTargets(ws []bench.Workload) []target {
 				}
 			}
 			// The moonshot: no Go peer ahead of the Allocator's methods.
-			var ahead, tied []string
-			for _, peer := range []string{bench.GoHeap, bench.SyncPool, bench.Modernc} {
-				v := spreadOf(r.pairs(suite(w.Name, t, peer), sh, speed(w.HigherIsBetter)))
-				switch {
-				case !v.ok():
-				case v.med > 1+tieTolerance:
-					ahead = append(ahead, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
-				case v.med > 1:
-					tied = append(tied, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
-				}
-			}
-			msg := "no Go peer ahead of refalloc-shared"
-			if len(ahead) > 0 {
-				msg = "ahead of refalloc-shared: " + strings.Join(ahead, ", ")
-			}
-			if len(tied) > 0 {
-				msg += fmt.Sprintf(" (within %.0f%%, counted as a tie: %s)", 100*tieTolerance, strings.Join(tied, ", "))
-			}
-			add(len(ahead) == 0, "moonshot %s T=%d: %s", w.Name, t, msg)
+			ahead, msg := r.peersAhead(w.Name, t, sh, bench.RefallocShared, w.HigherIsBetter)
+			add(!ahead, "moonshot %s T=%d: %s", w.Name, t, msg)
 		}
 	}
 	return out
@@ -767,25 +759,8 @@ func (r *runner) issue12Targets() []target {
 				} else {
 					skip("%s: go-slab not measured", w.Name)
 				}
-				var ahead, tied []string
-				for _, peer := range []string{bench.GoHeap, bench.SyncPool, bench.Modernc} {
-					v := spreadOf(r.pairs(suite(w.Name, 1, peer), c, speed(false)))
-					switch {
-					case !v.ok():
-					case v.med > 1+tieTolerance:
-						ahead = append(ahead, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
-					case v.med > 1:
-						tied = append(tied, fmt.Sprintf("%s %s×", peer, fmtVal(v.med)))
-					}
-				}
-				msg := "no Go peer ahead of refalloc-cache"
-				if len(ahead) > 0 {
-					msg = "ahead of refalloc-cache: " + strings.Join(ahead, ", ")
-				}
-				if len(tied) > 0 {
-					msg += fmt.Sprintf(" (within %.0f%%, counted as a tie: %s)", 100*tieTolerance, strings.Join(tied, ", "))
-				}
-				add(len(ahead) == 0, "%s: %s", w.Name, msg)
+				ahead, msg := r.peersAhead(w.Name, 1, c, bench.RefallocCache, false)
+				add(!ahead, "%s: %s", w.Name, msg)
 				if h := suite(w.Name, 1, bench.GoHeap); measured(h) {
 					v := spreadOf(r.pairs(h, c, ratio))
 					add(v.med >= 3, "%s: refalloc-cache is %s× faster than make+GC (target ≥ 3×)", w.Name, v)
