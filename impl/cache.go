@@ -802,31 +802,21 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 // it will be partial again, and adopting it back would cost the owner the
 // central lock. Under a.mu.
 func (a *Allocator) orphanFull(c *Cache, k int) {
-	l := &c.lists[k]
-	var keep *superblock
-	for sb := l.full; sb != nil; {
+	for sb := c.lists[k].full; sb != nil; {
 		next := sb.next
-		if sb.ownerFreed && !mutant.OrphanFreedFull {
-			// The owner frees into it: it will be partial again soon, and
-			// adopting it back would cost the owner the central lock.
-			sb.prev, sb.next = nil, keep
-			if keep != nil && !mutant.KeepNoPrev {
-				keep.prev = sb
+		// One the owner frees into will be partial again soon, and adopting
+		// it back would cost the owner the central lock: it stays.
+		if !sb.ownerFreed || mutant.OrphanFreedFull {
+			if !mutant.OrphanFullEntry {
+				c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
 			}
-			keep = sb
-			sb = next
-			continue
+			c.unlink(sb)
+			sb.owner.Store(nil)
+			a.linkOrphan(sb)
+			a.counts.orphaned++
 		}
-		if !mutant.OrphanFullEntry {
-			c.invalidate(sb) // CACHE-COHERENT: the owner drops its own entry; its next free misses and adopts
-		}
-		sb.prev, sb.next, sb.list = nil, nil, listNone
-		sb.owner.Store(nil)
-		a.linkOrphan(sb)
-		a.counts.orphaned++
 		sb = next
 	}
-	l.full = keep
 }
 
 // Flush gives back the objects the cache holds, collects remote frees, publishes

@@ -97,7 +97,6 @@ var All = []Mutant{
 	{"noreroute", "LIFECYCLE", "Cache.Free", "a notify that pushed a superblock onto a stack whose cache gave it up meanwhile (orphanFull) leaves it there: the idle owner never forwards it"},
 	{"ways16", "CACHE-COHERENT", "Options.SuperblockCacheWays", "the superblock cache's default is 16 ways, not 32"},
 	{"dirtyscanshort", "MEM-ACCOUNT", "Cache.Alloc", "a refill's scan of the groups handed out before stops one short, skipping the group just taken: a fresh group's pages are touched instead"},
-	{"keepnoprev", "LIFECYCLE", "Cache.Alloc", "orphanFull relinks the full superblocks it keeps without their prev links: unlinking one drops the others from the list"},
 	{"staleownerfreed", "LIFECYCLE", "Cache.Alloc", "a superblock taken from the pool or adopted at refill keeps the ownerFreed of its last owner: full, it is never orphaned"},
 	{"copyquarantinedsrc", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc in guard mode checks only its new object for quarantine: a free of its source racing it makes the copy fault"},
 	{"orphanfullentry", "CACHE-COHERENT", "Cache.Free", "orphanFull keeps the owner's \"mine\" entry of a superblock it orphans: the old owner's next free into it is local, into an orphan"},

@@ -79,7 +79,6 @@ const (
 	RefillNoDrain       = false
 	Ways16              = false
 	DirtyScanShort      = false
-	KeepNoPrev          = false
 	StaleOwnerFreed     = false
 	CopyQuarantinedSrc  = false
 	OrphanFullEntry     = false

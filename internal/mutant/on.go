@@ -96,7 +96,6 @@ var (
 	RefillNoDrain       = on("refillnodrain")
 	Ways16              = on("ways16")
 	DirtyScanShort      = on("dirtyscanshort")
-	KeepNoPrev          = on("keepnoprev")
 	StaleOwnerFreed     = on("staleownerfreed")
 	CopyQuarantinedSrc  = on("copyquarantinedsrc")
 	OrphanFullEntry     = on("orphanfullentry")
