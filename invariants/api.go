@@ -225,17 +225,7 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 			h.freed = append(h.freed, b)
 		}
 	}
-	h.fill++
-	if h.fill == 0 {
-		h.fill = 1
-	}
-	for i := range full {
-		full[i] = h.fill
-	}
-	h.live[addr(r)] = r
-	h.fills[addr(r)] = h.fill
-	h.LastAddr = addr(r)
-	return h.step(nil)
+	return h.hold(r)
 }
 
 // expectInPlace predicts from a snapshot whether cache id's Realloc of the live

@@ -172,10 +172,18 @@ func (h *Harness) Alloc(id, n, align int) error {
 			return violation(spec.RuleZeroed, "Alloc(%d) = %#x: byte %d of %d is %#x", n, addr(b), i, cap(b), x)
 		}
 	}
+	return h.hold(b)
+}
+
+// hold fills b, an object just handed out (by Alloc or a moving or in-place
+// Realloc), with the next fill byte and records it as live (INTEGRITY: every
+// later check compares its bytes with the fill), then checks the step.
+func (h *Harness) hold(b []byte) error {
 	h.fill++
 	if h.fill == 0 {
 		h.fill = 1
 	}
+	full := b[:cap(b)]
 	for i := range full {
 		full[i] = h.fill
 	}

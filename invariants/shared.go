@@ -235,6 +235,27 @@ func (j *judgement) add(c oracle.Call, obj oracle.Object, held SharedObj) int {
 	return len(j.calls) - 1
 }
 
+// startFree begins a free (or moving Realloc, verb says which) of o, which
+// the caller holds and whose address is not judged later: o must be live and
+// keep its fill (INTEGRITY); the model counts it freed, and the call is
+// recorded as in flight on its address, where a racing stale free finds it.
+// Under mu.
+func (s *Shared) startFree(id int, o SharedObj, begin uint64, verb string) *freeing {
+	x := addr(o.B)
+	if held, ok := s.live[x]; !ok || held.Inc != o.Inc {
+		panic(fmt.Sprintf("invariants: a driver %s %#x, which it does not hold", verb, x))
+	}
+	if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
+		s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
+	}
+	obj, _ := s.M.LiveAt(x)
+	s.record(s.M.Free(id, x, oracle.OK))
+	delete(s.live, x)
+	f := &freeing{obj: obj, held: o, begin: begin, who: who(id)}
+	s.freeing[x] = f
+	return f
+}
+
 // Free frees o, an object the caller holds, through c (nil: the Allocator). If
 // its address is not judged later, o must be live and keep its fill, and the
 // free must succeed.
@@ -250,17 +271,7 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 	if j != nil {
 		call = j.add(oracle.Call{Kind: oracle.CallFree, Begin: begin, Who: who(id)}, oracle.Object{}, o)
 	} else {
-		if held, ok := s.live[x]; !ok || held.Inc != o.Inc {
-			panic(fmt.Sprintf("invariants: a driver frees %#x, which it does not hold", x))
-		}
-		if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
-			s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
-		}
-		obj, _ := s.M.LiveAt(x)
-		s.record(s.M.Free(id, x, oracle.OK))
-		delete(s.live, x)
-		f = &freeing{obj: obj, held: o, begin: begin, who: who(id)}
-		s.freeing[x] = f
+		f = s.startFree(id, o, begin, "frees")
 	}
 	s.mu.Unlock()
 	var err error
@@ -304,17 +315,8 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 		return o, false
 	}
 	begin := s.tick()
-	if held, ok := s.live[x]; !ok || held.Inc != o.Inc {
-		panic(fmt.Sprintf("invariants: a driver reallocs %#x, which it does not hold", x))
-	}
-	if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
-		s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
-	}
-	obj, _ := s.M.LiveAt(x)
-	s.record(s.M.Free(id, x, oracle.OK))
-	delete(s.live, x)
-	f := &freeing{obj: obj, held: o, begin: begin, who: who(id)}
-	s.freeing[x] = f
+	f := s.startFree(id, o, begin, "reallocs")
+	obj := f.obj
 	s.mu.Unlock()
 	var r []byte
 	var err error
