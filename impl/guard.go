@@ -236,7 +236,9 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 		return nil
 	}
 	sb := a.header(i)
-	a.takeDirty(sb)
+	if a.takeDirty(sb) {
+		a.purgeOnGrowth(1)
+	}
 	b := unsafe.Slice((*byte)(a.sbAddr(sb)), size)
 	if sb.dirty {
 		// Before the header says guard: until then a stale free of its start

@@ -124,9 +124,13 @@ func (a *Allocator) carveRun(i, m uint32, head, each bool) (dirty bool, dirtySB 
 // pool, as used (committed), and reports whether any of their memory may be
 // dirty and, if each, which. Under a.mu.
 func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []bool) {
+	fresh := 0
+	defer func() { a.purgeOnGrowth(fresh) }()
 	for j := i; j < i+m; j++ {
 		sb := a.header(j)
-		a.takeDirty(sb)
+		if a.takeDirty(sb) {
+			fresh++
+		}
 		dirty = dirty || sb.dirty
 		if each {
 			dirtySB = append(dirtySB, sb.dirty)

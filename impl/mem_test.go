@@ -311,3 +311,80 @@ func TestOwnerFreedFullSuperblockKept(t *testing.T) {
 	}
 	must(t, c.Close())
 }
+
+// TestPurgeOnGrowth (MEM-ACCOUNT): a take that commits fresh superblocks while
+// the pool holds committed empty ones past the slack (1/32 of what is in use,
+// Retain/8) returns as many of them at once, whatever their age; a take the
+// pool serves from its committed memory returns nothing. Large objects of two
+// superblocks, every other one freed, leave holes no object of three fits
+// (fill-mixed's churn): without the purge (mutant nogrowthpurge) the holes
+// stay committed for the whole decay, and Committed grows past what is in use
+// by all of them.
+func TestPurgeOnGrowth(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the -race backend is a Go-heap arena, not an mmap reservation")
+	}
+	const sb = spec.SuperblockSize
+	a, err := impl.New(impl.Options{Reserve: 256 << 20, Retain: -1, Decay: time.Hour})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	anchor, _ := c.Alloc(16)
+	touch := func(b []byte) {
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+	}
+	var twos [][]byte
+	for range 64 {
+		b, err := c.Alloc(2 * sb)
+		must(t, err)
+		touch(b)
+		twos = append(twos, b)
+	}
+	for i := 0; i < len(twos); i += 2 {
+		must(t, c.Free(twos[i]))
+	}
+	s := a.Stats()
+	if held := s.Committed - s.InUse; held != 64*sb {
+		t.Fatalf("32 freed objects of 2 superblocks: the pool holds %d bytes committed, want %d (decay is an hour)", held, 64*sb)
+	}
+	// Served from the pool: the holes fit objects of two; nothing returned.
+	for i := 0; i < 8; i += 2 {
+		b, err := c.Alloc(2 * sb)
+		must(t, err)
+		if r := resident(t, a, anchor); r < a.Stats().Committed-sb {
+			t.Fatalf("a take from committed memory returned memory: resident %d, Committed %d", r, a.Stats().Committed)
+		}
+		twos[i] = b
+	}
+	var threes [][]byte
+	for range 28 {
+		before := a.Stats()
+		b, err := c.Alloc(3 * sb)
+		must(t, err)
+		touch(b)
+		threes = append(threes, b)
+		s := a.Stats()
+		slack := s.InUse / 32
+		held, heldBefore := s.Committed-s.InUse, before.Committed-before.InUse
+		switch {
+		case heldBefore >= slack+3*sb && s.Committed != before.Committed:
+			t.Fatalf("fresh object %d of 3 superblocks with %d bytes pooled committed (slack %d): Committed went from %d to %d, want it unchanged", len(threes), heldBefore, slack, before.Committed, s.Committed)
+		case held > max(heldBefore, slack+3*sb):
+			t.Fatalf("fresh object %d: the pool holds %d bytes committed, %d before", len(threes), held, heldBefore)
+		}
+		if r := resident(t, a, anchor); r > s.Committed {
+			t.Fatalf("resident %d > Committed %d", r, s.Committed)
+		}
+	}
+	if s := a.Stats(); s.Committed-s.InUse > s.InUse/32+3*sb {
+		t.Fatalf("after 28 fresh objects of 3 superblocks the pool holds %d bytes committed, in use %d", s.Committed-s.InUse, s.InUse)
+	}
+	for _, b := range append(threes, twos...) {
+		if b != nil && addrOf(b) != 0 {
+			_ = c.Free(b)
+		}
+	}
+	must(t, c.Free(anchor))
+}

@@ -101,4 +101,6 @@ var All = []Mutant{
 	{"copyquarantinedsrc", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc in guard mode checks only its new object for quarantine: a free of its source racing it makes the copy fault"},
 	{"orphanfullentry", "CACHE-COHERENT", "Cache.Free", "orphanFull keeps the owner's \"mine\" entry of a superblock it orphans: the old owner's next free into it is local, into an orphan"},
 	{"refillnodrain", "LIFECYCLE", "Cache.Alloc", "a refill that orphaned its full superblocks does not drain its stack again: one announced there before the orphaning stays"},
+	{"nogrowthpurge", "MEM-ACCOUNT", "Options.Decay", "a take that commits fresh superblocks never returns pooled ones (no purge on growth)"},
+	{"dirtytopshort", "MEM-ACCOUNT", "Allocator.Trim", "the pool's walks stop one superblock short of the highest one ever used"},
 }

@@ -82,6 +82,8 @@ const (
 	StaleOwnerFreed     = false
 	CopyQuarantinedSrc  = false
 	OrphanFullEntry     = false
+	NoGrowthPurge       = false
+	DirtyTopShort       = false
 )
 
 func Drop() bool { return false }

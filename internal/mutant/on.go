@@ -99,6 +99,8 @@ var (
 	StaleOwnerFreed     = on("staleownerfreed")
 	CopyQuarantinedSrc  = on("copyquarantinedsrc")
 	OrphanFullEntry     = on("orphanfullentry")
+	NoGrowthPurge       = on("nogrowthpurge")
+	DirtyTopShort       = on("dirtytopshort")
 )
 
 var remoteFrees atomic.Uint64
