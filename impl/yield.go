@@ -48,5 +48,45 @@ func lockMu(mu *sync.Mutex) {
 	}
 }
 
-// lock takes the central lock.
-func (a *Allocator) lock() { lockMu(&a.mu) }
+// lock takes the central lock. Its holders hold it for a refill's or a
+// release's few hundred nanoseconds, so a waiter spins a few microseconds
+// before it parks: sync.Mutex spins only while its P has nothing else to run,
+// and a waiter that parks makes the goroutines behind it on its P (a front
+// slow path holds its P cache's token while it waits) take the shards.
+// xmalloc-test, its producers' refills and consumers' releases meeting here,
+// went from 65 to 108 M frees/s through the Allocator at T=2, and the Cache's
+// from 122 to 168 (medians of 3 interleaved runs; see the essay).
+func (a *Allocator) lock() {
+	if !a.mu.TryLock() {
+		a.lockSlow()
+	}
+}
+
+func (a *Allocator) lockSlow() {
+	if !yieldPoints && a.spin {
+		w := 0
+		for range lockSpins {
+			w += spinPause(100)
+			if a.mu.TryLock() {
+				return
+			}
+		}
+		_ = w
+	}
+	lockMu(&a.mu)
+}
+
+// lockSpins pauses of 100 steps: about 2.5 µs in all.
+const lockSpins = 100
+
+// spinPause waits without touching shared memory (the runtime's procyield is
+// not linkable): n steps of a dependent chain the compiler keeps.
+//
+//go:noinline
+func spinPause(n int) int {
+	s := 0
+	for i := range n {
+		s += i ^ s
+	}
+	return s
+}
