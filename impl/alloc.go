@@ -114,8 +114,9 @@
 // holds its P cache's token while it waits for a.mu, and sync.Mutex parks
 // at once when its P has other goroutines to run, so a parked waiter sent
 // every goroutine behind it on that P to the shards: on xmalloc-test at T=2
-// (four goroutines on two Ps) 58% of the Allocator's frees and 41% of its
-// allocations went to the shards. Spinning about 2.5 µs first (5 interleaved
+// (four goroutines on two Ps) 29% of the Allocator's frees and 20% of its
+// allocations went to the shards, and 0.8% and 0.5% with the spin (counted
+// in one run each). Spinning about 2.5 µs first (5 interleaved
 // runs, M frees/s): the Allocator at T=2 went from 47-63 to 71-113, the
 // Cache at T=1 from 74-84 to 75-159; the rest within the workload's spread.
 // xmalloc-test is multimodal here (the same build ranges 60-180 M/s from run
