@@ -46,3 +46,7 @@ func PoolWalks(a *Allocator) int {
 	defer a.mu.Unlock()
 	return a.poolWalks
 }
+
+// LockSpins reports whether a waiter for a's central lock spins before it
+// parks (Allocator.lock).
+func LockSpins(a *Allocator) bool { return a.spin }
