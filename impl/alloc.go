@@ -493,7 +493,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 		return nil
 	}
 	sb := a.header(i)
-	if a.takeDirty(sb) {
+	if a.takeDirty(sb) && !mutant.SmallNoGrowthPurge {
 		a.purgeOnGrowth(1)
 	}
 	gen, _, _ := unpackMeta(sb.meta.Load())
@@ -589,14 +589,23 @@ func (a *Allocator) purgeOnGrowth(fresh int) {
 		return
 	}
 	inUse := a.counts.committed - a.counts.dirtyPooled
-	slack := max(inUse/growthSlack, a.retain/8)
+	if mutant.GrowthSlackCommitted {
+		inUse = a.counts.committed
+	}
+	floor := a.retain / 8
+	if mutant.GrowthNoRetain {
+		floor = 0
+	}
+	slack := max(inUse/growthSlack, floor)
 	if a.counts.dirtyPooled > slack {
 		// Returning superblocks early leaves decayNext a lower bound of when
 		// the rest can have waited the decay: keep it, not the walk's
 		// "unknown" when it stops short.
 		next := a.decayNext
 		a.decommitPool(max(slack, a.counts.dirtyPooled-fresh), 1<<63-1)
-		a.decayNext = max(a.decayNext, next)
+		if !mutant.PurgeLosesDecay {
+			a.decayNext = max(a.decayNext, next)
+		}
 	}
 }
 

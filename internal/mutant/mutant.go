@@ -103,4 +103,8 @@ var All = []Mutant{
 	{"refillnodrain", "LIFECYCLE", "Cache.Alloc", "a refill that orphaned its full superblocks does not drain its stack again: one announced there before the orphaning stays"},
 	{"nogrowthpurge", "MEM-ACCOUNT", "Options.Decay", "a take that commits fresh superblocks never returns pooled ones (no purge on growth)"},
 	{"dirtytopshort", "MEM-ACCOUNT", "Allocator.Trim", "the pool's walks stop one superblock short of the highest one ever used"},
+	{"smallnogrowthpurge", "MEM-ACCOUNT", "Cache.Alloc", "a small refill that commits a fresh superblock returns no pooled one (acquireSmall skips purgeOnGrowth)"},
+	{"growthslackcommitted", "MEM-ACCOUNT", "Cache.Alloc", "the growth purge's slack is 1/32 of Committed, the pool's own superblocks included, not of the memory in use"},
+	{"growthnoretain", "MEM-ACCOUNT", "Options.Retain", "the growth purge's slack ignores Retain/8: a fresh take returns pooled memory below an eighth of Retain"},
+	{"purgelosesdecay", "MEM-ACCOUNT", "Options.Decay", "a growth purge that stops short leaves decayNext unknown, so the next release walks the pool again"},
 }
