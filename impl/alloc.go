@@ -601,8 +601,11 @@ func (a *Allocator) purgeOnGrowth(fresh int) {
 		// Returning superblocks early leaves decayNext a lower bound of when
 		// the rest can have waited the decay: keep it, not the walk's
 		// "unknown" when it stops short.
+		// An madvise that fails leaves its superblocks committed and counted
+		// so (decommit changes nothing then): the take still succeeds, and
+		// the next purge, decay or Trim tries them again; Trim reports it.
 		next := a.decayNext
-		a.decommitPool(max(slack, a.counts.dirtyPooled-fresh), 1<<63-1)
+		_ = a.decommitPool(max(slack, a.counts.dirtyPooled-fresh), 1<<63-1)
 		if !mutant.PurgeLosesDecay {
 			a.decayNext = max(a.decayNext, next)
 		}

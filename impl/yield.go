@@ -53,9 +53,9 @@ func lockMu(mu *sync.Mutex) {
 // before it parks: sync.Mutex spins only while its P has nothing else to run,
 // and a waiter that parks makes the goroutines behind it on its P (a front
 // slow path holds its P cache's token while it waits) take the shards.
-// xmalloc-test, its producers' refills and consumers' releases meeting here,
-// went from 65 to 108 M frees/s through the Allocator at T=2, and the Cache's
-// from 122 to 168 (medians of 3 interleaved runs; see the essay).
+// On xmalloc-test, its producers' refills and consumers' releases meeting
+// here, the Allocator at T=2 went from 47-63 to 71-113 M frees/s (5
+// interleaved runs; see the essay).
 func (a *Allocator) lock() {
 	if !a.mu.TryLock() {
 		a.lockSlow()
