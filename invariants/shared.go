@@ -287,7 +287,7 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 		delete(s.freeing, x)
 		if f.j == nil {
 			if err != nil {
-				s.record(violation(spec.RuleRefines, "Free of live object %#x by %s: %v", x, who(id), err))
+				s.record(violation(spec.RuleRefines, "Free of live object %#x by %s: %v%s", x, who(id), err, s.explain(x)))
 			}
 			return
 		}
@@ -377,8 +377,23 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 		s.live[x] = o
 		return o, true
 	}
-	s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) of a live object by %s: %v", x, n, who(id), err))
+	s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) of a live object by %s: %v%s", x, n, who(id), err, s.explain(x)))
 	return SharedObj{}, false
+}
+
+// explain is, for a violation at x in guard mode, what the allocator knows of
+// the guarded object freed there (Allocator.ExplainAddr: the stacks that
+// allocated and freed it), so that a failure that does not replay says which
+// call freed what the harness held. It drops mu around the call (ExplainAddr
+// takes the central lock, under which OnError may call back into Shared).
+// Under mu.
+func (s *Shared) explain(x uintptr) string {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	if e, ok := s.A.ExplainAddr(x); ok {
+		return "\nthe allocator's record of the guarded object there: " + e.Error()
+	}
+	return ""
 }
 
 // reallocated enters the object a moving Realloc returned, as an allocation.
