@@ -125,7 +125,6 @@ func (a *Allocator) carveRun(i, m uint32, head, each bool) (dirty bool, dirtySB 
 // dirty and, if each, which. Under a.mu.
 func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []bool) {
 	fresh := 0
-	defer func() { a.purgeOnGrowth(fresh) }()
 	for j := i; j < i+m; j++ {
 		sb := a.header(j)
 		if a.takeDirty(sb) {
@@ -137,6 +136,7 @@ func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []
 		}
 		sb.dirty = true
 	}
+	a.purgeOnGrowth(fresh)
 	return dirty, dirtySB
 }
 

@@ -330,17 +330,9 @@ func TestPurgeOnGrowth(t *testing.T) {
 	defer a.Close()
 	c, _ := a.NewCache()
 	anchor, _ := c.Alloc(16)
-	touch := func(b []byte) {
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-	}
 	var twos [][]byte
 	for range 64 {
-		b, err := c.Alloc(2 * sb)
-		must(t, err)
-		touch(b)
-		twos = append(twos, b)
+		twos = append(twos, allocSBs(t, c, 2))
 	}
 	for i := 0; i < len(twos); i += 2 {
 		must(t, c.Free(twos[i]))
@@ -361,10 +353,7 @@ func TestPurgeOnGrowth(t *testing.T) {
 	var threes [][]byte
 	for range 28 {
 		before := a.Stats()
-		b, err := c.Alloc(3 * sb)
-		must(t, err)
-		touch(b)
-		threes = append(threes, b)
+		threes = append(threes, allocSBs(t, c, 3))
 		s := a.Stats()
 		slack := s.InUse / 32
 		held, heldBefore := s.Committed-s.InUse, before.Committed-before.InUse

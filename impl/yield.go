@@ -64,14 +64,12 @@ func (a *Allocator) lock() {
 
 func (a *Allocator) lockSlow() {
 	if !yieldPoints && a.spin {
-		w := 0
 		for range lockSpins {
-			w += spinPause(100)
+			spinPause(100)
 			if a.mu.TryLock() {
 				return
 			}
 		}
-		_ = w
 	}
 	lockMu(&a.mu)
 }
