@@ -47,10 +47,22 @@ type Shared struct {
 	violations []*Violation
 	seq        uint64                 // the total order of call begins and ends
 	live       map[uintptr]SharedObj  // the Model's live objects as handed out
-	freeing    map[uintptr]*freeing   // frees of live objects in flight
+	freeing    map[uintptr]*freeing   // per address, the free in flight of the object live there last
 	later      map[uintptr]*judgement // addresses judged at the next Settle
 	disarm     func()                 // the watchdog
+	// hook, if set (tests: SetHook), runs without mu around a Free's or
+	// Realloc's call on the allocator, so a test can hold the call in flight
+	// at a chosen point.
+	hook func(at hookPoint, x uintptr)
 }
+
+// hookPoint is where a call in flight is held (Shared's hook).
+type hookPoint int
+
+const (
+	hookCall   hookPoint = iota // begun, before the allocator call
+	hookReturn                  // the allocator call returned, not yet ended
+)
 
 // SharedObj is an object as a driver holds it.
 type SharedObj struct {
@@ -256,6 +268,23 @@ func (s *Shared) startFree(id int, o SharedObj, begin uint64, verb string) *free
 	return f
 }
 
+// ended takes f, which has ended, off the frees in flight, unless a free of
+// a newer object at the same address has begun since: the allocator freed
+// f's object before it handed the address out again, so only the newest free
+// there can still be undecided, and it stays for judgeLater to find. Under mu.
+func (s *Shared) ended(x uintptr, f *freeing) {
+	if s.freeing[x] == f {
+		delete(s.freeing, x)
+	}
+}
+
+// at runs the hook, if any. Without mu.
+func (s *Shared) at(p hookPoint, x uintptr) {
+	if s.hook != nil {
+		s.hook(p, x)
+	}
+}
+
 // Free frees o, an object the caller holds, through c (nil: the Allocator). If
 // its address is not judged later, o must be live and keep its fill, and the
 // free must succeed.
@@ -274,17 +303,19 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 		f = s.startFree(id, o, begin, "frees")
 	}
 	s.mu.Unlock()
+	s.at(hookCall, x)
 	var err error
 	if c == nil {
 		err = s.A.Free(o.B)
 	} else {
 		err = c.Free(o.B)
 	}
+	s.at(hookReturn, x)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	end := s.tick()
 	if f != nil {
-		delete(s.freeing, x)
+		s.ended(x, f)
 		if f.j == nil {
 			if err != nil {
 				s.record(violation(spec.RuleRefines, "Free of live object %#x by %s: %v%s", x, who(id), err, s.explain(x)))
@@ -318,6 +349,7 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 	f := s.startFree(id, o, begin, "reallocs")
 	obj := f.obj
 	s.mu.Unlock()
+	s.at(hookCall, x)
 	var r []byte
 	var err error
 	if c == nil {
@@ -325,10 +357,11 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 	} else {
 		r, err = c.Realloc(o.B, n)
 	}
+	s.at(hookReturn, x)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	end := s.tick()
-	delete(s.freeing, x)
+	s.ended(x, f)
 	y, got := addr(r), Kind(err)
 	if f.j != nil { // x is judged later: so is what this call did to it
 		call := &f.j.calls[f.call]

@@ -1,0 +1,14 @@
+package invariants
+
+// HookPoint is where Shared's hook holds a call.
+type HookPoint = hookPoint
+
+// Where Shared's hook holds a Free or Realloc in flight.
+const (
+	HookCall   = hookCall   // begun, before the allocator call
+	HookReturn = hookReturn // the allocator call returned, not yet ended
+)
+
+// SetHook makes h run around every Free's and Realloc's call on the allocator,
+// without Shared's mutex: a test holds a call in flight there.
+func (s *Shared) SetHook(h func(at hookPoint, x uintptr)) { s.hook = h }
