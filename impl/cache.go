@@ -128,7 +128,7 @@ func (a *Allocator) initCache(c *Cache) {
 // (n < 0), ErrTooLarge, ErrOutOfMemory, ErrClosed.
 func (c *Cache) Alloc(n int) ([]byte, error) {
 	if uint(n) > spec.MaxSmall {
-		return c.allocOther(n, 1)
+		return c.allocOther(n, 1, false)
 	}
 	// allocClass, by hand: it is too big for the compiler to inline, and this
 	// is the fast path.
@@ -145,7 +145,7 @@ func (c *Cache) Alloc(n int) ([]byte, error) {
 // superblock size (64 KiB); other alignments are ErrInvalidSize.
 func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 	if uint(n) > spec.MaxSmall || !spec.ValidAlign(align) {
-		return c.allocOther(n, align)
+		return c.allocOther(n, align, false)
 	}
 	// ALIGN: the smallest class whose objects all have the alignment; objects
 	// start at a superblock-aligned base + i*size.
@@ -155,7 +155,7 @@ func (c *Cache) AllocAligned(n, align int) ([]byte, error) {
 		}
 		return c.allocClass(n, k)
 	}
-	return c.allocOther(n, align)
+	return c.allocOther(n, align, false)
 }
 
 // allocClass is the fast path: pop the lowest held object of class k. A closed
@@ -242,8 +242,9 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 	}
 }
 
-// allocOther handles everything but a small request on an open cache.
-func (c *Cache) allocOther(n, align int) ([]byte, error) {
+// allocOther handles everything but a small request on an open cache; a
+// large object is reserved if reserve (Realloc's new object: publishLarge).
+func (c *Cache) allocOther(n, align int, reserve bool) ([]byte, error) {
 	switch {
 	case c.closed || c.a.closed.Load():
 		return nil, ErrClosed
@@ -255,12 +256,12 @@ func (c *Cache) allocOther(n, align int) ([]byte, error) {
 	if k := spec.AlignedClass(n, align); k != spec.Large {
 		return c.allocSlow(n, k)
 	}
-	b, err := c.a.allocLarge(n)
+	b, err := c.a.allocLarge(n, reserve)
 	if errors.Is(err, ErrOutOfMemory) && !mutant.LargeOOMNoFlush {
 		// OOM-REAL: as a small refill does, give back what this cache holds
 		// and release its empty superblocks, then look again.
 		c.flush()
-		b, err = c.a.allocLarge(n)
+		b, err = c.a.allocLarge(n, reserve)
 	}
 	return b, err
 }

@@ -16,7 +16,7 @@ const largeMark = 0xfe
 
 // allocLarge returns n bytes (n > the largest small class, or an alignment no
 // class honours) from a run of whole superblocks; cap is n rounded up to pages.
-func (a *Allocator) allocLarge(n int) ([]byte, error) {
+func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	usable := spec.LargeUsable(n)
 	m := uint32(spec.LargeSuperblocks(usable))
 	var site uint32
@@ -40,7 +40,7 @@ func (a *Allocator) allocLarge(n int) ([]byte, error) {
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
 	}
-	a.publishLarge(i, m, usable, site)
+	a.publishLarge(i, m, usable, site, reserve)
 	return b[:n], nil
 }
 
@@ -62,16 +62,26 @@ func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, p
 
 // publishLarge makes the m superblocks at i, taken by takeLarge and zeroed,
 // the large object of usable bytes allocated at site: from now on a free of
-// its start frees it.
-func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32) {
+// its start frees it, unless it is reserved for a moving Realloc (unreserve).
+func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32, reserve bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	a.markLarge(i, m, true)
 	head := a.header(i)
 	head.runLen, head.usable, head.site = m, uintptr(usable), site
+	head.reserved = reserve && !mutant.ReallocNoReserve
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
 	a.large.LiveBytes += uint64(usable)
+}
+
+// unreserve ends the reservation of b, a moving Realloc's new large object
+// (publishLarge): from now on a free of it frees it.
+func (a *Allocator) unreserve(b []byte) {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	a.lock()
+	defer a.mu.Unlock()
+	a.lookup(off >> spec.SuperblockShift).reserved = false
 }
 
 // freeLarge frees the large object, or the guarded small object, starting at
@@ -92,6 +102,10 @@ func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
 		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
+	case head.reserved:
+		// FREE-DOUBLE: a stale pointer to the address, racing the moving
+		// Realloc that has it and has not returned it; nobody holds it.
+		return errDouble(addr, spec.Large)
 	}
 	m := head.runLen
 	a.large.Frees++
@@ -227,8 +241,8 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
-	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable {
-		return 0, nil, false // not b's object: not live, or another one
+	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable || head.reserved {
+		return 0, nil, false // not b's object: not live, another one, or nobody's yet
 	}
 	old = head.runLen
 	switch {

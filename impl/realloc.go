@@ -35,13 +35,30 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	if r, ok := c.resize(b, n, keep); ok {
 		return r, nil
 	}
-	nb, err := c.Alloc(n)
+	// A large new object stays reserved until this call returns it: a stale
+	// free of its address meanwhile is refused, so the address cannot be
+	// handed out again under the copy and the frees below (FREE-DOUBLE,
+	// INTEGRITY). A small one is this cache's, which only this call uses.
+	large := n > spec.MaxSmall
+	var nb []byte
+	var err error
+	if large {
+		nb, err = c.allocOther(n, 1, true)
+	} else {
+		nb, err = c.Alloc(n)
+	}
 	if err != nil {
 		return nil, err
+	}
+	release := func() {
+		if large {
+			c.a.unreserve(nb)
+		}
 	}
 	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p && !mutant.ReallocStaleSelf {
 		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
 		// freeing b now would free nb under the caller (FREE-DOUBLE).
+		release()
 		c.Free(nb)
 		k := spec.Large
 		if n <= spec.MaxSmall {
@@ -57,9 +74,11 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		copy(nb, src)
 	}
 	if err := c.Free(b); err != nil {
+		release()
 		c.Free(nb)
 		return nil, err
 	}
+	release()
 	return nb, nil
 }
 

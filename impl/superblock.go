@@ -86,7 +86,11 @@ type superblock struct {
 	sites  []uint32 // debug mode, owner-private: each object's allocation site
 	// pooledAt is when it last entered the pool dirty (Options.Decay).
 	pooledAt int64
-	_        [8]byte
+	// reserved: a large head, the new object of a moving Realloc that has
+	// not returned it (FREE-DOUBLE: nobody holds it yet, so a free of it is
+	// refused).
+	reserved bool
+	_        [7]byte
 }
 
 var _ = [1]struct{}{}[unsafe.Sizeof(superblock{})-192]

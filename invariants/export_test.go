@@ -5,10 +5,12 @@ type HookPoint = hookPoint
 
 // Where Shared's hook holds a Free or Realloc in flight.
 const (
-	HookCall   = hookCall   // begun, before the allocator call
-	HookReturn = hookReturn // the allocator call returned, not yet ended
+	HookCall      = hookCall      // begun, before the allocator call
+	HookReturn    = hookReturn    // the allocator call returned, not yet ended
+	HookHandedOut = hookHandedOut // an Alloc's call returned an object, not yet ended
 )
 
-// SetHook makes h run around every Free's and Realloc's call on the allocator,
-// without Shared's mutex: a test holds a call in flight there.
+// SetHook makes h run around every Free's and Realloc's call on the allocator
+// and after every Alloc's, without Shared's mutex: a test holds a call in
+// flight there.
 func (s *Shared) SetHook(h func(at hookPoint, x uintptr)) { s.hook = h }

@@ -1,9 +1,7 @@
 package invariants_test
 
 import (
-	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
@@ -30,28 +28,9 @@ func TestTwoFreesInFlightAtOneAddress(t *testing.T) {
 			if !ok {
 				t.Fatal("Alloc failed")
 			}
-			x := uintptr(unsafe.Pointer(unsafe.SliceData(o1.B)))
-			var mu sync.Mutex
-			calls := 0
-			held1, go1 := make(chan struct{}), make(chan struct{})
-			held2, go2 := make(chan struct{}), make(chan struct{})
-			sh.SetHook(func(at invariants.HookPoint, a uintptr) {
-				if a != x {
-					return
-				}
-				mu.Lock()
-				calls++
-				c := calls
-				mu.Unlock()
-				switch {
-				case c == 2 && at == invariants.HookReturn: // the first call's return
-					close(held1)
-					<-go1
-				case c == 3 && at == invariants.HookCall: // the second free's call
-					close(held2)
-					<-go2
-				}
-			})
+			x := addrOf(o1.B)
+			g := newGates(sh)
+			h1 := g.hold(x, invariants.HookReturn) // the first call's return
 			done1 := make(chan struct{})
 			var moved invariants.SharedObj // the Realloc's result
 			go func() {
@@ -62,21 +41,22 @@ func TestTwoFreesInFlightAtOneAddress(t *testing.T) {
 					t.Error("Realloc failed")
 				}
 			}()
-			<-held1
+			<-h1.reached
 			o2, ok := sh.Alloc(nil, invariants.Front, n, 1, 0x33)
-			if !ok || uintptr(unsafe.Pointer(unsafe.SliceData(o2.B))) != x {
+			if !ok || addrOf(o2.B) != x {
 				t.Fatalf("the second Alloc did not reuse %#x", x)
 			}
+			h2 := g.hold(x, invariants.HookCall) // the second free's call
 			done2 := make(chan struct{})
 			go func() {
 				defer close(done2)
 				sh.Free(nil, invariants.Front, o2)
 			}()
-			<-held2
-			close(go1) // the first call ends while the second is in flight
+			<-h2.reached
+			close(h1.release) // the first call ends while the second is in flight
 			<-done1
 			sh.StaleFree(nil, invariants.Front, o1.B) // frees o2: address reuse
-			close(go2)
+			close(h2.release)
 			<-done2
 			sh.A.Flush()
 			sh.Check(true)

@@ -51,8 +51,9 @@ type Shared struct {
 	later      map[uintptr]*judgement // addresses judged at the next Settle
 	disarm     func()                 // the watchdog
 	// hook, if set (tests: SetHook), runs without mu around a Free's or
-	// Realloc's call on the allocator, so a test can hold the call in flight
-	// at a chosen point.
+	// Realloc's call on the allocator and after an Alloc's, so a test can
+	// hold the call in flight at a chosen point (where a goroutine may be
+	// preempted).
 	hook func(at hookPoint, x uintptr)
 }
 
@@ -60,8 +61,9 @@ type Shared struct {
 type hookPoint int
 
 const (
-	hookCall   hookPoint = iota // begun, before the allocator call
-	hookReturn                  // the allocator call returned, not yet ended
+	hookCall      hookPoint = iota // begun, before the allocator call
+	hookReturn                     // the allocator call returned, not yet ended
+	hookHandedOut                  // an Alloc's call returned an object, not yet ended
 )
 
 // SharedObj is an object as a driver holds it.
@@ -201,6 +203,9 @@ func (s *Shared) Alloc(c *impl.Cache, id, n, align int, fill byte) (o SharedObj,
 	} else {
 		b, err = c.AllocAligned(n, align)
 	}
+	if err == nil {
+		s.at(hookHandedOut, addr(b))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	end := s.tick()
@@ -254,9 +259,11 @@ func (j *judgement) add(c oracle.Call, obj oracle.Object, held SharedObj) int {
 // Under mu.
 func (s *Shared) startFree(id int, o SharedObj, begin uint64, verb string) *freeing {
 	x := addr(o.B)
-	if held, ok := s.live[x]; !ok || held.Inc != o.Inc {
+	held, ok := s.live[x]
+	if !ok || held.Inc != o.Inc {
 		panic(fmt.Sprintf("invariants: a driver %s %#x, which it does not hold", verb, x))
 	}
+	o = held // Shared's record: Fill and Mixed as Settle left them
 	if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
 		s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
 	}
@@ -347,7 +354,7 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 	}
 	begin := s.tick()
 	f := s.startFree(id, o, begin, "reallocs")
-	obj := f.obj
+	obj, o := f.obj, f.held
 	s.mu.Unlock()
 	s.at(hookCall, x)
 	var r []byte
@@ -379,7 +386,7 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 			// object's, or nothing (guard mode never reads a quarantined one).
 			o.Mixed = true
 			return s.reallocated(id, n, r, o, fill, begin, end)
-		case got == oracle.OutOfMemory:
+		case got == oracle.OutOfMemory || s.refusedForSize(n, got):
 			call.Kind = oracle.CallNoop
 		case got == oracle.DoubleFree || got == oracle.InvalidPointer:
 			s.M.RefusedRealloc(n)
@@ -404,7 +411,7 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 		return res, true
 	case got == oracle.OK:
 		return s.reallocated(id, n, r, o, fill, begin, end)
-	case got == oracle.OutOfMemory:
+	case got == oracle.OutOfMemory || s.refusedForSize(n, got):
 		s.M.Unfree(obj)
 		s.M.Restore(obj)
 		s.live[x] = o
@@ -412,6 +419,19 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 	}
 	s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) of a live object by %s: %v%s", x, n, who(id), err, s.explain(x)))
 	return SharedObj{}, false
+}
+
+// refusedForSize reports whether got is the error Realloc(b, n) must return
+// for n alone, before it looks at b, which it leaves untouched
+// (oracle.Model.Realloc). Under mu.
+func (s *Shared) refusedForSize(n int, got oracle.Kind) bool {
+	switch {
+	case n < 0:
+		return got == oracle.InvalidSize
+	case n > spec.MaxAlloc || uintptr(n) > s.M.Size():
+		return got == oracle.TooLarge
+	}
+	return false
 }
 
 // explain is, for a violation at x in guard mode, what the allocator knows of
@@ -566,8 +586,20 @@ func (s *Shared) Settle() {
 			s.record(v)
 			continue
 		}
-		// The outcome the snapshot shows; of equals, the object handed out last.
-		pick := -1
+		// The outcomes the snapshot shows. Of several (their calls overlapped,
+		// and they leave objects of one size), the bytes say which: the first,
+		// from the object handed out last, that they fit (a Mixed one fits any).
+		heldBy := func(o oracle.Outcome) SharedObj {
+			switch o.Live {
+			case oracle.LiveNone:
+				return SharedObj{}
+			case oracle.LiveBefore:
+				return j.beforeHeld
+			}
+			return j.held[o.Live]
+		}
+		fits := func(h SharedObj) bool { return h.B == nil || h.Mixed || uniform(h.B[:cap(h.B)], h.Fill) }
+		var cands []int
 		for i, o := range outs {
 			usable, isLive := live[x]
 			switch {
@@ -577,27 +609,27 @@ func (s *Shared) Settle() {
 			default:
 				continue
 			}
-			if pick < 0 || outs[pick].Live < o.Live {
-				pick = i
-			}
+			cands = append(cands, i)
 		}
-		if pick < 0 {
+		if len(cands) == 0 {
 			s.record(violation(spec.RuleRefines, "address %#x: the snapshot shows %v, which no order of its calls leaves:%s",
 				x, liveness(live, x), describeCalls(j.calls)))
 			continue
 		}
+		sort.Slice(cands, func(a, b int) bool { return outs[cands[a]].Live > outs[cands[b]].Live })
+		pick := cands[0]
+		for _, i := range cands {
+			if fits(heldBy(outs[i])) {
+				pick = i
+				break
+			}
+		}
 		o := outs[pick]
 		s.M.Settle(x, j.before, j.calls, j.objs, o)
-		var held SharedObj
-		switch o.Live {
-		case oracle.LiveNone:
+		if o.Live == oracle.LiveNone {
 			continue
-		case oracle.LiveBefore:
-			held = j.beforeHeld
-		default:
-			held = j.held[o.Live]
 		}
-		s.live[x] = held
+		held := heldBy(o)
 		if !held.Mixed && !uniform(held.B[:cap(held.B)], held.Fill) {
 			rule := spec.RuleIntegrity
 			if held.Fill == 0 {
@@ -605,8 +637,21 @@ func (s *Shared) Settle() {
 			}
 			s.record(violation(rule, "object %#x, live after stale frees on it, does not hold %#x (outcome %v, usable %d):%s", x, held.Fill, o, live[x], describeCalls(j.calls)))
 		}
+		if held.Mixed || held.Fill == 0 {
+			// Its bytes are known from now on, and not zero, which a write
+			// of the allocator's could leave: Free, Realloc and CheckFills
+			// check them (they read Fill and Mixed from s.live, not from the
+			// holder's copy).
+			fillWith(held.B[:cap(held.B)], survivorFill)
+			held.Fill, held.Mixed = survivorFill, false
+		}
+		s.live[x] = held
 	}
 }
+
+// survivorFill is what Settle fills a survivor with whose bytes it could
+// not know (Mixed) or that had to read zero.
+const survivorFill = 0x5a
 
 func liveness(live map[uintptr]int, x uintptr) string {
 	if u, ok := live[x]; ok {

@@ -107,4 +107,5 @@ var All = []Mutant{
 	{"growthslackcommitted", "MEM-ACCOUNT", "Cache.Alloc", "the growth purge's slack is 1/32 of Committed, the pool's own superblocks included, not of the memory in use"},
 	{"growthnoretain", "MEM-ACCOUNT", "Options.Retain", "the growth purge's slack ignores Retain/8: a fresh take returns pooled memory below an eighth of Retain"},
 	{"purgelosesdecay", "MEM-ACCOUNT", "Options.Decay", "a growth purge that stops short leaves decayNext unknown, so the next release walks the pool again"},
+	{"reallocnoreserve", "FREE-DOUBLE", "Allocator.publishLarge", "a moving Realloc's large new object is not reserved: a stale free of its address racing the Realloc frees it, the address is handed out again, and the Realloc copies into (or frees) the new owner's object"},
 }

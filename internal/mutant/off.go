@@ -88,6 +88,7 @@ const (
 	GrowthSlackCommitted = false
 	GrowthNoRetain       = false
 	PurgeLosesDecay      = false
+	ReallocNoReserve     = false
 )
 
 func Drop() bool { return false }

@@ -105,6 +105,7 @@ var (
 	GrowthSlackCommitted = on("growthslackcommitted")
 	GrowthNoRetain       = on("growthnoretain")
 	PurgeLosesDecay      = on("purgelosesdecay")
+	ReallocNoReserve     = on("reallocnoreserve")
 )
 
 var remoteFrees atomic.Uint64
