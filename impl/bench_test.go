@@ -268,3 +268,29 @@ func BenchmarkFrontPair(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReallocMoving: a moving Realloc of a large object (its next
+// superblocks taken, so it cannot grow in place) and back, the cost of a
+// resize that copies, the reservation of the new object included
+// (FREE-DOUBLE: publishLarge, unreserve). ns/op is per pair of Reallocs.
+func BenchmarkReallocMoving(b *testing.B) {
+	for _, n := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%d", n), func(b *testing.B) {
+			c := benchCache(b)
+			p, _ := c.Alloc(n)
+			for b.Loop() {
+				block, _ := c.Alloc(n) // right after p: p must move to grow
+				q, err := c.Realloc(p, 2*n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Free(block)
+				p, err = c.Realloc(q, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			c.Free(p)
+		})
+	}
+}
