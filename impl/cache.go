@@ -32,7 +32,10 @@ type Cache struct {
 	// The superblock cache's entries are lines: sbc starts at offset 56
 	// because the Go heap puts an 8-byte header before a pointerful object of
 	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
-	_ [4]byte
+	// reserving: a moving Realloc allocates its new object; a guarded small
+	// one is reserved (gotReserved then says so), as a large one is.
+	reserving, gotReserved bool
+	_                      [2]byte
 
 	sbc   [maxWays]sbEntry // the superblock cache (sbcache.go)
 	cls   [clsSlots]classCache

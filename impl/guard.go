@@ -252,6 +252,8 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	sb.dirty = true
 	gen, _, _ := unpackMeta(sb.meta.Load())
 	sb.runLen, sb.usable, sb.site = 1, uintptr(size), site
+	sb.reserved = c.reserving && !mutant.GuardedNoReserve
+	c.gotReserved = sb.reserved
 	sb.meta.Store(packMeta(gen, stateGuard, uint8(k)))
 	a.counts.guard++
 	a.quar.allocs++

@@ -88,25 +88,51 @@ func (a *Allocator) unreserve(b []byte) {
 // offset off for cache c, or says why not; site is where it is freed (guard
 // mode). In guard mode the object is quarantined (GUARD-FAULT).
 func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
-	addr := a.base + off
 	a.lock()
 	defer a.mu.Unlock()
+	return a.freeLargeLocked(c, off, site, false)
+}
+
+// freeReserved frees b, a moving Realloc's reserved new object it will not
+// return, ending the reservation in the same hold of a.mu: no stale free of
+// its address can come between (FREE-DOUBLE). After Close it does nothing.
+func (a *Allocator) freeReserved(c *Cache, b []byte) {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	var site uint32
+	if a.guard.on {
+		site = a.sites.record()
+	}
+	a.lock()
+	defer a.mu.Unlock()
+	if !a.closed.Load() {
+		a.freeLargeLocked(c, off, site, true)
+	}
+}
+
+// freeLargeLocked is freeLarge under a.mu; own: the caller is the Realloc
+// that reserved the object, which it frees.
+func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool) error {
+	addr := a.base + off
 	head := a.lookup(off >> spec.SuperblockShift)
 	_, state, k := unpackMeta(head.meta.Load())
 	switch {
 	case state == statePool || state == stateQuarantine:
 		return a.stalePoolFree(off, k)
+	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && !own:
+		return errDouble(addr, int(k)) // FREE-DOUBLE: a moving Realloc's, not returned yet
 	case state == stateGuard && off&(spec.SuperblockSize-1) == 0:
+		head.reserved = false
 		return a.freeGuarded(c, head, int(k), site)
 	case state == stateGuard:
 		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
-	case head.reserved:
+	case head.reserved && !own:
 		// FREE-DOUBLE: a stale pointer to the address, racing the moving
 		// Realloc that has it and has not returned it; nobody holds it.
 		return errDouble(addr, spec.Large)
 	}
+	head.reserved = false
 	m := head.runLen
 	a.large.Frees++
 	a.large.LiveObjects--

@@ -35,15 +35,21 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	if r, ok := c.resize(b, n, keep); ok {
 		return r, nil
 	}
-	// A large new object stays reserved until this call returns it: a stale
-	// free of its address meanwhile is refused, so the address cannot be
-	// handed out again under the copy and the frees below (FREE-DOUBLE,
-	// INTEGRITY). A small one is this cache's, which only this call uses.
+	// A large new object, or in guard mode a guarded small one, stays
+	// reserved until this call returns it: a stale free of its address
+	// meanwhile is refused, so the address cannot be handed out again under
+	// the copy and the frees below (FREE-DOUBLE, INTEGRITY). Any other small
+	// one is in this cache's held group, which only this call uses: a stale
+	// free of it waits as a remote free, as for any object Alloc returned.
 	large := n > spec.MaxSmall
 	var nb []byte
 	var err error
+	reserved := large
 	if large {
 		nb, err = c.allocOther(n, 1, true)
+	} else if c.a.guard.sampled {
+		nb, err = c.allocReserving(n)
+		reserved = err == nil && c.gotReserved
 	} else {
 		nb, err = c.Alloc(n)
 	}
@@ -51,15 +57,24 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		return nil, err
 	}
 	release := func() {
-		if large {
+		if reserved {
 			c.a.unreserve(nb)
+		}
+	}
+	drop := func() {
+		if reserved && mutant.ReserveCleanupGap {
+			c.a.unreserve(nb)
+			c.Free(nb)
+		} else if reserved {
+			c.a.freeReserved(c, nb)
+		} else {
+			c.Free(nb)
 		}
 	}
 	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p && !mutant.ReallocStaleSelf {
 		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
 		// freeing b now would free nb under the caller (FREE-DOUBLE).
-		release()
-		c.Free(nb)
+		drop()
 		k := spec.Large
 		if n <= spec.MaxSmall {
 			k = spec.SizeToClass(n)
@@ -74,8 +89,7 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		copy(nb, src)
 	}
 	if err := c.Free(b); err != nil {
-		release()
-		c.Free(nb)
+		drop()
 		return nil, err
 	}
 	release()
@@ -143,4 +157,12 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		return !c.notLive(&e, idx>>5, 1<<(idx&31))
 	}
 	return false
+}
+
+// allocReserving is Alloc for a moving Realloc in guard mode: a guarded new
+// object is reserved (c.gotReserved).
+func (c *Cache) allocReserving(n int) ([]byte, error) {
+	c.reserving, c.gotReserved = true, false
+	defer func() { c.reserving = false }()
+	return c.Alloc(n)
 }

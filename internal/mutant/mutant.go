@@ -108,4 +108,6 @@ var All = []Mutant{
 	{"growthnoretain", "MEM-ACCOUNT", "Options.Retain", "the growth purge's slack ignores Retain/8: a fresh take returns pooled memory below an eighth of Retain"},
 	{"purgelosesdecay", "MEM-ACCOUNT", "Options.Decay", "a growth purge that stops short leaves decayNext unknown, so the next release walks the pool again"},
 	{"reallocnoreserve", "FREE-DOUBLE", "Allocator.publishLarge", "a moving Realloc's large new object is not reserved: a stale free of its address racing the Realloc frees it, the address is handed out again, and the Realloc copies into (or frees) the new owner's object"},
+	{"reservegap", "FREE-DOUBLE", "Cache.Realloc", "the clean-up free of a refused Realloc's reserved new object unreserves it, then frees it with a plain free: a stale free of its address between is accepted, the address is handed out again, and the clean-up frees the new owner's object"},
+	{"guardednoreserve", "FREE-DOUBLE", "Cache.allocGuarded", "a moving Realloc's guarded small new object is not reserved: a stale free quarantines it, the quarantine releases it, the address is handed out again, and copyOut copies into the new owner's object"},
 }

@@ -89,6 +89,8 @@ const (
 	GrowthNoRetain       = false
 	PurgeLosesDecay      = false
 	ReallocNoReserve     = false
+	ReserveCleanupGap    = false
+	GuardedNoReserve     = false
 )
 
 func Drop() bool { return false }

@@ -106,6 +106,8 @@ var (
 	GrowthNoRetain       = on("growthnoretain")
 	PurgeLosesDecay      = on("purgelosesdecay")
 	ReallocNoReserve     = on("reallocnoreserve")
+	ReserveCleanupGap    = on("reservegap")
+	GuardedNoReserve     = on("guardednoreserve")
 )
 
 var remoteFrees atomic.Uint64
