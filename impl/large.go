@@ -75,8 +75,8 @@ func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32, reserve b
 	a.large.LiveBytes += uint64(usable)
 }
 
-// unreserve ends the reservation of b, a moving Realloc's new large object
-// (publishLarge): from now on a free of it frees it.
+// unreserve ends the reservation of b, a moving Realloc's new object, large
+// (publishLarge) or guarded (allocGuarded): from now on a free of it frees it.
 func (a *Allocator) unreserve(b []byte) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	a.lock()

@@ -86,9 +86,9 @@ type superblock struct {
 	sites  []uint32 // debug mode, owner-private: each object's allocation site
 	// pooledAt is when it last entered the pool dirty (Options.Decay).
 	pooledAt int64
-	// reserved: a large head, the new object of a moving Realloc that has
-	// not returned it (FREE-DOUBLE: nobody holds it yet, so a free of it is
-	// refused).
+	// reserved: a large head or a guard superblock, the new object of a
+	// moving Realloc that has not returned it (FREE-DOUBLE: nobody holds it
+	// yet, so a free of it is refused). Under a.mu.
 	reserved bool
 	_        [7]byte
 }
