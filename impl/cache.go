@@ -765,7 +765,7 @@ func (a *Allocator) adopt(c *Cache, sb *superblock) bool {
 	}
 	a.unlinkOrphan(sb)
 	a.counts.orphaned--
-	sb.ownerFreed = true // it adopts by freeing into it
+	sb.ownerFreed = !mutant.AdoptNotOwnerFreed // it adopts by freeing into it
 	sb.owner.Store(c)
 	return true
 }
@@ -852,7 +852,7 @@ func (c *Cache) flush() {
 			cc.sb.free[cc.group] |= cc.bits
 			cc.sb.nfree += n
 			cc.bits = 0
-			if c.a.guard.sampled { // not handed out: they do not count towards the next sample
+			if c.a.guard.sampled && !mutant.GuardFlushLeft { // not handed out: they do not count towards the next sample
 				c.guardLeft[k] += n
 			}
 			if !mutant.NoFlushDebit {

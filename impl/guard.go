@@ -292,7 +292,7 @@ func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) er
 // bound or the protection failed: the caller pools it as usual. Under a.mu.
 func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) bool {
 	g := &a.guard
-	if !g.on || m > g.maxSBs {
+	if !g.on || m > g.maxSBs || mutant.QuarantineExactBound && m == g.maxSBs {
 		return false
 	}
 	p, n := a.sbAddr(head), uintptr(m)<<spec.SuperblockShift

@@ -71,6 +71,9 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 	for {
 		old := w.Load()
 		yield(YieldRemoteTag)
+		if mutant.PendingBeforeTag && uint32(old)&m != 0 {
+			return remotePending
+		}
 		if uint32(old>>32) != e.gen && !mutant.StaleSBCache {
 			return remoteTagged
 		}

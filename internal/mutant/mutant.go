@@ -110,4 +110,8 @@ var All = []Mutant{
 	{"reallocnoreserve", "FREE-DOUBLE", "Allocator.publishLarge", "a moving Realloc's large new object is not reserved: a stale free of its address racing the Realloc frees it, the address is handed out again, and the Realloc copies into (or frees) the new owner's object"},
 	{"reservegap", "FREE-DOUBLE", "Cache.Realloc", "the clean-up free of a refused Realloc's reserved new object unreserves it, then frees it with a plain free: a stale free of its address between is accepted, the address is handed out again, and the clean-up frees the new owner's object"},
 	{"guardednoreserve", "FREE-DOUBLE", "Cache.allocGuarded", "a moving Realloc's guarded small new object is not reserved: a stale free quarantines it, the quarantine releases it, the address is handed out again, and copyOut copies into the new owner's object"},
+	{"guardflushleft", "GUARD-FAULT", "Cache.flush", "a flush's objects given back still count towards the next sampled allocation: after a Flush the samples come early"},
+	{"quarantineexact", "GUARD-FAULT", "Allocator.quarantine", "an object of exactly QuarantineBytes is not quarantined"},
+	{"pendingbeforetag", "CACHE-COHERENT", "Cache.remoteFree", "the pending bit is tested before the tag: a stale entry's free of a live object, whose bit is pending for another object in the next layout, is refused as a double free"},
+	{"adoptnotownerfreed", "LIFECYCLE", "Allocator.adopt", "adoption by a free does not mark the superblock owner-freed: a refused free that adopts a full orphan lets the adopter orphan it straight back"},
 }

@@ -91,6 +91,10 @@ const (
 	ReallocNoReserve     = false
 	ReserveCleanupGap    = false
 	GuardedNoReserve     = false
+	GuardFlushLeft       = false
+	QuarantineExactBound = false
+	PendingBeforeTag     = false
+	AdoptNotOwnerFreed   = false
 )
 
 func Drop() bool { return false }

@@ -108,6 +108,10 @@ var (
 	ReallocNoReserve     = on("reallocnoreserve")
 	ReserveCleanupGap    = on("reservegap")
 	GuardedNoReserve     = on("guardednoreserve")
+	GuardFlushLeft       = on("guardflushleft")
+	QuarantineExactBound = on("quarantineexact")
+	PendingBeforeTag     = on("pendingbeforetag")
+	AdoptNotOwnerFreed   = on("adoptnotownerfreed")
 )
 
 var remoteFrees atomic.Uint64
