@@ -304,7 +304,7 @@ func (a *Allocator) Free(b []byte) error {
 			g, m := idx>>5, uint32(1)<<(idx&31)
 			sb := e.sb
 			if idx*e.size == rel && (idx < e.nobj || mutant.LocalTail) && // FREE-INVALID
-				sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate) && // STATS-LAG
+				sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate || mutant.PinnedPublishLate) && // STATS-LAG
 				(mutant.NoDoubleFreeCheck || !c.notLive(e, g, m)) { // FREE-DOUBLE
 				sb.free[g] |= m
 				sb.localFreed++

@@ -95,6 +95,7 @@ const (
 	QuarantineExactBound = false
 	PendingBeforeTag     = false
 	AdoptNotOwnerFreed   = false
+	PinnedPublishLate    = false
 )
 
 func Drop() bool { return false }

@@ -112,6 +112,7 @@ var (
 	QuarantineExactBound = on("quarantineexact")
 	PendingBeforeTag     = on("pendingbeforetag")
 	AdoptNotOwnerFreed   = on("adoptnotownerfreed")
+	PinnedPublishLate    = on("pinnedpublishlate")
 )
 
 var remoteFrees atomic.Uint64
