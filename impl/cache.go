@@ -33,7 +33,8 @@ type Cache struct {
 	// because the Go heap puts an 8-byte header before a pointerful object of
 	// more than 512 bytes in its 64-byte-aligned slot (TestCacheLinesAligned).
 	// reserving: a moving Realloc allocates its new object; a guarded small
-	// one is reserved (gotReserved then says so), as a large one is.
+	// one is reserved (gotReserved then says so), as a large one is
+	// (FREE-DOUBLE: allocGuarded, freeLargeLocked).
 	reserving, gotReserved bool
 	_                      [2]byte
 

@@ -252,7 +252,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	sb.dirty = true
 	gen, _, _ := unpackMeta(sb.meta.Load())
 	sb.runLen, sb.usable, sb.site = 1, uintptr(size), site
-	sb.reserved = c.reserving && !mutant.GuardedNoReserve
+	sb.reserved = c.reserving && !mutant.GuardedNoReserve // FREE-DOUBLE: a moving Realloc's (Cache.Realloc)
 	c.gotReserved = sb.reserved
 	sb.meta.Store(packMeta(gen, stateGuard, uint8(k)))
 	a.counts.guard++

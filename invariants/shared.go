@@ -386,7 +386,7 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 			// object's, or nothing (guard mode never reads a quarantined one).
 			o.Mixed = true
 			return s.reallocated(id, n, r, o, fill, begin, end)
-		case got == oracle.OutOfMemory || s.refusedForSize(n, got):
+		case got == oracle.OutOfMemory || s.refused(id, n, got):
 			call.Kind = oracle.CallNoop
 		case got == oracle.DoubleFree || got == oracle.InvalidPointer:
 			s.M.RefusedRealloc(n)
@@ -411,7 +411,7 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 		return res, true
 	case got == oracle.OK:
 		return s.reallocated(id, n, r, o, fill, begin, end)
-	case got == oracle.OutOfMemory || s.refusedForSize(n, got):
+	case got == oracle.OutOfMemory || s.refused(id, n, got):
 		s.M.Unfree(obj)
 		s.M.Restore(obj)
 		s.live[x] = o
@@ -421,17 +421,11 @@ func (s *Shared) Realloc(c *impl.Cache, id int, o SharedObj, n int, fill byte) (
 	return SharedObj{}, false
 }
 
-// refusedForSize reports whether got is the error Realloc(b, n) must return
-// for n alone, before it looks at b, which it leaves untouched
-// (oracle.Model.Realloc). Under mu.
-func (s *Shared) refusedForSize(n int, got oracle.Kind) bool {
-	switch {
-	case n < 0:
-		return got == oracle.InvalidSize
-	case n > spec.MaxAlloc || uintptr(n) > s.M.Size():
-		return got == oracle.TooLarge
-	}
-	return false
+// refused reports whether got is the error Realloc(b, n) on cache id must
+// return before it looks at b, which it leaves untouched
+// (oracle.Model.ReallocRefusal). Under mu.
+func (s *Shared) refused(id, n int, got oracle.Kind) bool {
+	return got != oracle.OK && got == s.M.ReallocRefusal(id, n)
 }
 
 // explain is, for a violation at x in guard mode, what the allocator knows of
@@ -630,7 +624,7 @@ func (s *Shared) Settle() {
 			continue
 		}
 		held := heldBy(o)
-		if !held.Mixed && !uniform(held.B[:cap(held.B)], held.Fill) {
+		if !fits(held) {
 			rule := spec.RuleIntegrity
 			if held.Fill == 0 {
 				rule = spec.RuleZeroed

@@ -2,6 +2,21 @@ package oracle
 
 import "github.com/refalloc/refalloc/spec"
 
+// ReallocRefusal is the error Realloc(b, n) on cache id must return for n and
+// the cache alone, before it looks at b, which it leaves untouched; OK if
+// there is none.
+func (m *Model) ReallocRefusal(id, n int) Kind {
+	switch {
+	case n < 0:
+		return InvalidSize
+	case !m.usable(id):
+		return Closed
+	case n > spec.MaxAlloc || uintptr(n) > m.size:
+		return TooLarge
+	}
+	return OK
+}
+
 // Realloc checks Realloc(b, n) on cache id (-1: the Allocator's), where old is
 // b's address (0: a nil or zero-capacity b), which returned an object at addr
 // with len length and capacity capacity, or the error got. The rules, in the
@@ -32,16 +47,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 	if old == 0 {
 		return m.Alloc(id, n, 1, addr, length, capacity, got)
 	}
-	want := OK
-	switch {
-	case n < 0:
-		want = InvalidSize
-	case !m.usable(id):
-		want = Closed
-	case n > spec.MaxAlloc || uintptr(n) > m.size:
-		want = TooLarge
-	}
-	if want != OK {
+	if want := m.ReallocRefusal(id, n); want != OK {
 		if got != want {
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) returned %v, want %v", old, n, got, want)
 		}
