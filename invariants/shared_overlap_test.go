@@ -39,7 +39,7 @@ func finish(t *testing.T, sh *invariants.Shared, free ...invariants.SharedObj) {
 	report(t, sh)
 }
 
-// A1: a large Realloc in place (shrink), returned, not ended; a stale free
+// a large Realloc in place (shrink), returned, not ended; a stale free
 // of its address frees the result.
 func TestSharedReallocInPlaceReturnedThenStale(t *testing.T) {
 	sh, g := newSh(t, 64)
@@ -84,7 +84,7 @@ func TestSharedReallocInPlaceOnNewObject(t *testing.T) {
 	}
 }
 
-// B1: OOM inside a judged Realloc.
+// OOM inside a judged Realloc.
 func TestSharedReallocOOMJudged(t *testing.T) {
 	for _, at := range []invariants.HookPoint{invariants.HookCall, invariants.HookReturn} {
 		sh, g := newSh(t, 16)
@@ -104,7 +104,7 @@ func TestSharedReallocOOMJudged(t *testing.T) {
 	}
 }
 
-// C1: a moving Realloc whose result lands on an address judged later.
+// a moving Realloc whose result lands on an address judged later.
 func TestSharedReallocResultOnJudged(t *testing.T) {
 	sh, _ := newSh(t, 64)
 	p := alloc(t, sh, invariants.Front, 100, 0x22)
@@ -118,7 +118,7 @@ func TestSharedReallocResultOnJudged(t *testing.T) {
 	finish(t, sh, r)
 }
 
-// D1: a held Free before its call; a stale free frees o; an Alloc gets x;
+// a held Free before its call; a stale free frees o; an Alloc gets x;
 // the held Free then frees the new object.
 func TestSharedHeldFreeFreesNewObject(t *testing.T) {
 	sh, g := newSh(t, 64)
@@ -137,7 +137,7 @@ func TestSharedHeldFreeFreesNewObject(t *testing.T) {
 	finish(t, sh, a)
 }
 
-// F1: two stale frees racing a held free and a reuse.
+// two stale frees racing a held free and a reuse.
 func TestSharedTwoStaleFrees(t *testing.T) {
 	sh, g := newSh(t, 64)
 	o := alloc(t, sh, invariants.Front, 3*sb-100, 0x11)
