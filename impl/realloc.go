@@ -71,10 +71,19 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 			c.Free(nb)
 		}
 	}
+	// Every way out but the last drops nb, the panic of an OnError in the
+	// free of b below too (a release that finds a remote double free): the
+	// caller never gets nb, so nothing else could free it or end its
+	// reservation (CONSERVE).
+	returned := false
+	defer func() {
+		if !returned && !mutant.ReallocPanicLeak {
+			drop()
+		}
+	}()
 	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p && !mutant.ReallocStaleSelf {
 		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
 		// freeing b now would free nb under the caller (FREE-DOUBLE).
-		drop()
 		k := spec.Large
 		if n <= spec.MaxSmall {
 			k = spec.SizeToClass(n)
@@ -89,9 +98,9 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		copy(nb, src)
 	}
 	if err := c.Free(b); err != nil {
-		drop()
 		return nil, err
 	}
+	returned = true
 	release()
 	return nb, nil
 }

@@ -96,6 +96,7 @@ const (
 	PendingBeforeTag     = false
 	AdoptNotOwnerFreed   = false
 	PinnedPublishLate    = false
+	ReallocPanicLeak     = false
 )
 
 func Drop() bool { return false }

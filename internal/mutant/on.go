@@ -113,6 +113,7 @@ var (
 	PendingBeforeTag     = on("pendingbeforetag")
 	AdoptNotOwnerFreed   = on("adoptnotownerfreed")
 	PinnedPublishLate    = on("pinnedpublishlate")
+	ReallocPanicLeak     = on("reallocpanicleak")
 )
 
 var remoteFrees atomic.Uint64
