@@ -95,3 +95,78 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("bad frees %d (%d deferred)", all, deferred)
 	}
 }
+
+// TestJudgeFreeOutcomes (FREE-DOUBLE, REFINES): a free's outcome is one of
+// the ones a free can have; ErrClosed changes nothing; anything else (a size
+// or memory error) no order explains.
+func TestJudgeFreeOutcomes(t *testing.T) {
+	for _, got := range []oracle.Kind{oracle.OutOfMemory, oracle.TooLarge, oracle.InvalidSize} {
+		for _, live := range []bool{false, true} {
+			if outs, v := oracle.JudgeAddress(live, []oracle.Call{{Kind: oracle.CallFree, Begin: 1, End: 2, Got: got}}); v == nil {
+				t.Errorf("a free returning %v (live before: %v) is accepted: outcomes %v", got, live, lives(outs))
+			}
+		}
+	}
+	outs, v := oracle.JudgeAddress(true, []oracle.Call{{Kind: oracle.CallFree, Begin: 1, End: 2, Got: oracle.Closed}})
+	if v != nil || !slices.Equal(lives(outs), []int{oracle.LiveBefore}) {
+		t.Errorf("a free refused as closed: %v, %v; want the object still live", lives(outs), v)
+	}
+}
+
+// TestSettleCounts (STATS-EXACT, FREE-INVALID): what Settle adds for each
+// outcome: the object live before counts its free only if it died, a refused
+// invalid free counts as invalid, and Unfree takes back exactly the free that
+// Free counted.
+func TestSettleCounts(t *testing.T) {
+	k := 3
+	obj := func(addr uintptr) oracle.Object {
+		return oracle.Object{Addr: addr, Size: spec.ClassSize(k), Usable: spec.ClassSize(k), Class: k, Align: 1}
+	}
+	m := oracle.New(0x10000, 1<<20)
+	m.OpenCache(0)
+	a := obj(0x10000)
+	must := func(v *oracle.Violation) {
+		t.Helper()
+		if v != nil {
+			t.Fatal(v)
+		}
+	}
+	must(m.Alloc(0, a.Size, 1, a.Addr, a.Size, a.Usable, oracle.OK))
+	// The live object survives a failed Realloc: no free.
+	noop := []oracle.Call{{Kind: oracle.CallNoop, Begin: 1, End: 2}}
+	m.Forget(a.Addr)
+	m.Settle(a.Addr, &a, noop, []oracle.Object{{}}, oracle.Outcome{Live: oracle.LiveBefore})
+	if c := m.Counts(k); c.Allocs != 1 || c.Frees != 0 {
+		t.Errorf("the object live before survived: counts %+v, want 1 alloc 0 frees", c)
+	}
+	if got, ok := m.LiveAt(a.Addr); !ok || got != a {
+		t.Errorf("the object live before survived: live %v %v", got, ok)
+	}
+	// Then it dies by a free.
+	free := []oracle.Call{{Kind: oracle.CallFree, Begin: 3, End: 4, Got: oracle.OK}}
+	m.Forget(a.Addr)
+	m.Settle(a.Addr, &a, free, []oracle.Object{{}}, oracle.Outcome{Live: oracle.LiveNone})
+	if c := m.Counts(k); c.Allocs != 1 || c.Frees != 1 {
+		t.Errorf("the object live before died: counts %+v, want 1 alloc 1 free", c)
+	}
+	if _, ok := m.LiveAt(a.Addr); ok {
+		t.Error("the object live before died: still live")
+	}
+	// A refused free, one invalid and one double, on the dead address.
+	bad := []oracle.Call{{Kind: oracle.CallFree, Begin: 5, End: 6, Got: oracle.InvalidPointer}, {Kind: oracle.CallFree, Begin: 7, End: 8, Got: oracle.DoubleFree}}
+	m.Settle(a.Addr, nil, bad, []oracle.Object{{}, {}}, oracle.Outcome{Live: oracle.LiveNone})
+	if double, invalid := m.BadFreeKinds(); double != 1 || invalid != 1 {
+		t.Errorf("refused frees: %d double, %d invalid; want 1 and 1", double, invalid)
+	}
+	if all, deferred := m.BadFrees(); all != 2 || deferred != 0 {
+		t.Errorf("refused frees: %d bad (%d deferred), want 2 (0)", all, deferred)
+	}
+	// Unfree undoes the free Free counted, nothing more.
+	b := obj(0x20000)
+	must(m.Alloc(0, b.Size, 1, b.Addr, b.Size, b.Usable, oracle.OK))
+	must(m.Free(0, b.Addr, oracle.OK))
+	m.Unfree(b)
+	if c := m.Counts(k); c.Allocs != 2 || c.Frees != 1 {
+		t.Errorf("after Unfree: counts %+v, want 2 allocs 1 free", c)
+	}
+}
