@@ -892,7 +892,7 @@ func (a *Allocator) markAllPending() {
 		for j := range ch {
 			if rs := ch[j].remote.Load(); rs != nil {
 				for g := range rs.w {
-					rs.w[g].Or(1<<32 - 1)
+					rs.w[g].Or(1<<32 - 1 - uint64(b2i(mutant.CloseMarkShort))<<31)
 				}
 			}
 		}

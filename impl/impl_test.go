@@ -779,3 +779,52 @@ func TestLocalDoubleFreeOfHeldObject(t *testing.T) {
 		must(t, h.FreeAll())
 	}
 }
+
+// TestEverySlotClosed (LIFECYCLE): after Allocator.Close the fast paths, which
+// test no closed flag, find every object's remote bit pending and leave for
+// the slow paths' ErrClosed: a free of any object, at any place in its group
+// (the last one too), and an allocation from a held group whose only object
+// left is a group's last, answer ErrClosed, on the owner and on another cache.
+func TestEverySlotClosed(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	var objs [][]byte
+	for range 4*32 - 1 { // the held group keeps only the 4th group's last object
+		b, err := c.Alloc(8)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	big, err := c.Alloc(spec.SuperblockSize + 1)
+	must(t, err)
+	objs = append(objs, big)
+	if err := a.Close(); !errors.Is(err, impl.ErrLeaked) {
+		t.Fatalf("Close: %v, want ErrLeaked", err)
+	}
+	for name, err := range map[string]error{
+		"the owner's Alloc":      second(c.Alloc(8)),
+		"another cache's Alloc":  second(d.Alloc(8)),
+		"a large Alloc":          second(c.Alloc(spec.SuperblockSize + 1)),
+		"an aligned large Alloc": second(d.AllocAligned(8, spec.SuperblockSize)),
+		"the owner's Realloc":    second(c.Realloc(objs[0], 100)),
+		"a large Realloc":        second(d.Realloc(objs[1], spec.SuperblockSize+1)),
+	} {
+		if !errors.Is(err, impl.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	for i, b := range objs { // the last is the large object
+		if err := c.Free(b); !errors.Is(err, impl.ErrClosed) {
+			t.Errorf("the owner's free of object %d after Close: %v, want ErrClosed", i, err)
+		}
+		if err := d.Free(b); !errors.Is(err, impl.ErrClosed) {
+			t.Errorf("another cache's free of object %d after Close: %v, want ErrClosed", i, err)
+		}
+	}
+	c.Flush() // the held group stays where it is: nothing to give back to
+	d.Flush()
+	if err := c.Free(objs[0]); !errors.Is(err, impl.ErrClosed) {
+		t.Errorf("a free after the flushes: %v, want ErrClosed", err)
+	}
+}

@@ -235,10 +235,8 @@ func (h *Harness) Free(id int, a uintptr) error {
 	if !ok {
 		return fmt.Errorf("harness: %#x is not live", a)
 	}
-	for i, x := range b[:cap(b)] {
-		if x != h.fills[a] {
-			return violation(spec.RuleIntegrity, "object %#x byte %d is %#x, was filled with %#x", a, i, x, h.fills[a])
-		}
+	if v := h.intact(a); v != nil {
+		return v
 	}
 	got, err := h.free(id, b)
 	if err != nil {

@@ -315,6 +315,42 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 func RunMachine(t *rapid.T) {
 	m := newMachine(t)
 	t.Repeat(m.actions())
-	m.must(t, m.h.FreeAll())
+	if rapid.IntRange(0, 3).Draw(t, "end") == 0 {
+		m.afterClose(t)
+	} else {
+		m.must(t, m.h.FreeAll())
+	}
 	m.must(t, m.h.Close())
+}
+
+// afterClose closes the Allocator with objects still live (EMPTY: Close
+// reports exactly them), then calls every method once more on every cache,
+// open or closed, and on the Allocator itself: after Close each answers
+// ErrClosed and changes nothing, even though the fast paths test no closed
+// flag (Allocator.Close marks every remote word pending instead).
+func (m *machine) afterClose(t *rapid.T) {
+	live := m.h.Live()
+	m.must(t, m.h.CloseAllocator())
+	for _, id := range append(m.h.AllIDs(), Front) {
+		m.must(t, m.h.Alloc(id, drawSize(t), 1))
+		m.must(t, m.h.Alloc(id, drawSize(t), rapid.SampledFrom([]int{16, 4096, spec.SuperblockSize}).Draw(t, "alignAfterClose")))
+		m.must(t, m.h.Realloc(id, 0, drawSize(t)))
+		if len(live) > 0 {
+			a := rapid.SampledFrom(live).Draw(t, "liveAtClose")
+			m.must(t, m.h.Realloc(id, a, drawSize(t)))
+			m.must(t, m.h.Free(id, a))
+		}
+		m.must(t, m.h.Flush(id))
+		if id != Front {
+			m.must(t, m.h.CloseCache(id))
+		}
+	}
+	ids := append(m.h.AllIDs(), Front)
+	for _, a := range live { // every place in every group: the last slot's bit too
+		m.must(t, m.h.Free(rapid.SampledFrom(ids).Draw(t, "freerAfterClose"), a))
+	}
+	_, err := m.h.NewCache()
+	m.must(t, err)
+	m.must(t, m.h.Trim())
+	m.must(t, m.h.CloseAllocator()) // a second Close: ErrClosed
 }

@@ -116,4 +116,5 @@ var All = []Mutant{
 	{"adoptnotownerfreed", "LIFECYCLE", "Allocator.adopt", "adoption by a free does not mark the superblock owner-freed: a refused free that adopts a full orphan lets the adopter orphan it straight back"},
 	{"pinnedpublishlate", "STATS-LAG", "Allocator.Free", "the front's pinned free stays local on the free that reaches the publish limit: a full superblock's first free leaves it filed full"},
 	{"reallocpanicleak", "CONSERVE", "Cache.Realloc", "a moving Realloc does not free its new object when it does not return it (an error after the allocation, or an OnError panic in its free of b)"},
+	{"closemarkshort", "LIFECYCLE", "Allocator.Close", "Close marks every remote word pending but a group's last object, so a fast-path free or allocation of that slot after Close goes through"},
 }

@@ -97,6 +97,7 @@ const (
 	AdoptNotOwnerFreed   = false
 	PinnedPublishLate    = false
 	ReallocPanicLeak     = false
+	CloseMarkShort       = false
 )
 
 func Drop() bool { return false }

@@ -114,6 +114,7 @@ var (
 	AdoptNotOwnerFreed   = on("adoptnotownerfreed")
 	PinnedPublishLate    = on("pinnedpublishlate")
 	ReallocPanicLeak     = on("reallocpanicleak")
+	CloseMarkShort       = on("closemarkshort")
 )
 
 var remoteFrees atomic.Uint64
