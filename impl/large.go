@@ -3,7 +3,9 @@
 package impl
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/internal/mutant"
@@ -88,10 +90,27 @@ func (a *Allocator) unreserve(b []byte) {
 // offset off for cache c, or says why not; site is where it is freed (guard
 // mode). In guard mode the object is quarantined (GUARD-FAULT).
 func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
+	for {
+		if err := a.freeLargeOnce(c, off, site); err != errResizing {
+			return err
+		}
+		// The object is live and a Realloc is zeroing it in place (resizing):
+		// the free takes effect once that is done (INTEGRITY).
+		if !lockWait() {
+			runtime.Gosched()
+		}
+	}
+}
+
+func (a *Allocator) freeLargeOnce(c *Cache, off uintptr, site uint32) error {
 	a.lock()
 	defer a.mu.Unlock()
 	return a.freeLargeLocked(c, off, site, false)
 }
+
+// errResizing: freeLargeLocked found the object being zeroed by an in-place
+// Realloc outside a.mu; freeLarge tries again once it is done.
+var errResizing = errors.New("refalloc: large object being resized")
 
 // freeReserved frees b, a moving Realloc's reserved new object it will not
 // return, ending the reservation in the same hold of a.mu: no stale free of
@@ -127,6 +146,8 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
 		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
+	case head.resizing.Load() && !mutant.ResizeNoWait:
+		return errResizing // live, being zeroed outside a.mu: wait (freeLarge)
 	case head.reserved && !own:
 		// FREE-DOUBLE: a stale pointer to the address, racing the moving
 		// Realloc that has it and has not returned it; nobody holds it.
@@ -242,7 +263,10 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	// stale free racing this Realloc cannot take the object back (poison or
 	// protect it) while the zeroing writes into it (DEBUG-POISON: no false
 	// report; GUARD-FAULT: no fault inside the allocator). Otherwise it runs
-	// after, where such a race writes only zeros into freed memory.
+	// after, with the head marked resizing: a free racing it (a stale pointer
+	// to the live object) waits until it is done, since once the run is
+	// pooled an Alloc may hand it out and its new owner write into it before
+	// the zeroing ends (INTEGRITY; TestResizeInPlaceRacesFree).
 	locked := a.debug || a.guard.on
 	var under func(uint32, []bool)
 	if locked {
@@ -253,7 +277,9 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		return nil, false
 	}
 	if !locked {
+		yield(YieldLargeResized)
 		zero(old, dirtySB)
+		head.resizing.Store(false)
 	}
 	return unsafe.Slice((*byte)(a.sbAddr(head)), u)[:n], true
 }
@@ -267,8 +293,8 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
-	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable || head.reserved {
-		return 0, nil, false // not b's object: not live, another one, or nobody's yet
+	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable || head.reserved || head.resizing.Load() {
+		return 0, nil, false // not b's object: not live, another one, nobody's yet, or another Realloc's now
 	}
 	old = head.runLen
 	switch {
@@ -290,6 +316,8 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	head.usable = uintptr(u)
 	if zero != nil {
 		zero(old, dirtySB)
+	} else {
+		head.resizing.Store(true) // the caller zeroes after the lock; frees wait (resizeLarge)
 	}
 	return old, dirtySB, true
 }

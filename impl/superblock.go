@@ -90,7 +90,13 @@ type superblock struct {
 	// moving Realloc that has not returned it (FREE-DOUBLE: nobody holds it
 	// yet, so a free of it is refused). Under a.mu.
 	reserved bool
-	_        [7]byte
+	_        [3]byte
+	// resizing: a large head whose object a Realloc resized in place and is
+	// zeroing outside a.mu (resizeLarge). A free of it waits until it is
+	// done, and another resize leaves it alone: until then the run must not
+	// be pooled, or the zeroing would write into its next owner's object
+	// (INTEGRITY). Set under a.mu, cleared by the Realloc.
+	resizing atomic.Bool
 }
 
 var _ = [1]struct{}{}[unsafe.Sizeof(superblock{})-192]

@@ -98,6 +98,7 @@ const (
 	PinnedPublishLate    = false
 	ReallocPanicLeak     = false
 	CloseMarkShort       = false
+	ResizeNoWait         = false
 )
 
 func Drop() bool { return false }

@@ -115,6 +115,7 @@ var (
 	PinnedPublishLate    = on("pinnedpublishlate")
 	ReallocPanicLeak     = on("reallocpanicleak")
 	CloseMarkShort       = on("closemarkshort")
+	ResizeNoWait         = on("resizenowait")
 )
 
 var remoteFrees atomic.Uint64
