@@ -272,9 +272,22 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	if locked {
 		under = zero
 	}
-	old, dirtySB, ok := a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, under)
-	if !ok {
-		return nil, false
+	var old uint32
+	var dirtySB []bool
+	for {
+		var ok, busy bool
+		old, dirtySB, ok, busy = a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, under)
+		if ok {
+			break
+		}
+		if !busy {
+			return nil, false
+		}
+		// Another Realloc of the address is zeroing it (a stale slice of
+		// the live object): this one takes effect after it, as a free does.
+		if !lockWait() {
+			runtime.Gosched()
+		}
 	}
 	if !locked {
 		yield(YieldLargeResized)
@@ -288,13 +301,17 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 // the head of b's object (off, capacity), changes its run to m superblocks and
 // its usable size to u, and returns the run's old length and, for superblocks
 // it took, whether each may be dirty; zero, if not nil, gets them before the
-// lock is released.
-func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool)) (old uint32, dirtySB []bool, ok bool) {
+// lock is released, else the head stays resizing until the caller has zeroed
+// them. busy: another Realloc of the object is zeroing it; try again.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool)) (old uint32, dirtySB []bool, ok, busy bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
-	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable || head.reserved || head.resizing.Load() {
-		return 0, nil, false // not b's object: not live, another one, nobody's yet, or another Realloc's now
+	if state == stateLargeHead && off&(spec.SuperblockSize-1) == 0 && head.resizing.Load() && !mutant.ResizeNoWait {
+		return 0, nil, false, true
+	}
+	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable || head.reserved {
+		return 0, nil, false, false // not b's object: not live, another one, or nobody's yet
 	}
 	old = head.runLen
 	switch {
@@ -307,7 +324,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		a.poolRun(head.idx+m, old-m, noClass)
 	case m > old:
 		if !a.takeRunAt(head.idx+old, m-old) {
-			return 0, nil, false
+			return 0, nil, false, false
 		}
 		_, dirtySB = a.carveRun(head.idx+old, m-old, false, true)
 	}
@@ -319,7 +336,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	} else {
 		head.resizing.Store(true) // the caller zeroes after the lock; frees wait (resizeLarge)
 	}
-	return old, dirtySB, true
+	return old, dirtySB, true, false
 }
 
 // verifyLargePoison checks, in debug mode, that the superblocks of a new large

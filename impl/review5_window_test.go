@@ -122,3 +122,78 @@ func resizeInPlaceRacesFree(t *testing.T, grow bool) {
 		t.Fatalf("grow %v: %d large objects live after every one was freed", grow, st.Large.LiveObjects)
 	}
 }
+
+// TestResizeInPlaceRacesResize (INTEGRITY, ZEROED): while a Realloc that
+// resized a large object in place zeroes it outside the central lock, another
+// Realloc of the live object (a slice of it with its new capacity, as a
+// stale pointer to the address may be) shrinks it. It must wait for the
+// first: shrinking at once pools superblocks the first is still zeroing, and
+// an Alloc of them gets an object the zeroing then clears. Nor may it move:
+// a large object that does not grow stays in place.
+func TestResizeInPlaceRacesResize(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	b, err := c.Alloc(4 * spec.SuperblockSize)
+	must(t, err)
+	u1 := 3 * spec.SuperblockSize
+	p := newPauseAndWatch(impl.YieldLargeResized)
+	impl.SetScheduler(p)
+	defer impl.SetScheduler(nil)
+	firstDone := make(chan error, 1)
+	go func() {
+		r, err := c.Realloc(b[:0], u1) // zeroes [0, 3 superblocks)
+		if err == nil && (addrOf(r) != addrOf(b) || cap(r) != u1) {
+			t.Errorf("the first Realloc returned %#x cap %d, want %#x cap %d", addrOf(r), cap(r), addrOf(b), u1)
+		}
+		firstDone <- err
+	}()
+	select {
+	case <-p.paused:
+	case err := <-firstDone:
+		t.Fatalf("the first Realloc never paused after resizing in place (it returned %v)", err)
+	}
+	live := b[:u1:u1] // the live object as the first Realloc leaves it
+	secondDone := make(chan []byte, 1)
+	go func() {
+		r, err := d.Realloc(live[:0], spec.SuperblockSize+100) // two superblocks
+		if err != nil {
+			t.Errorf("the second Realloc, of the live object: %v", err)
+		}
+		secondDone <- r
+	}()
+	var r2, x []byte
+	select {
+	case r2 = <-secondDone:
+		// It shrank while the first is still to zero superblock 2.
+		x, err = d.Alloc(spec.SuperblockSize + 100)
+		must(t, err)
+		for i := range x {
+			x[i] = 0xaa
+		}
+		close(p.resume)
+	case <-p.waiting:
+		close(p.resume)
+		r2 = <-secondDone
+	}
+	must(t, <-firstDone)
+	if r2 != nil && addrOf(r2) != addrOf(b) {
+		t.Errorf("the second Realloc moved a large object that shrank (%#x to %#x)", addrOf(b), addrOf(r2))
+	}
+	for i, v := range x {
+		if v != 0xaa {
+			t.Fatalf("byte %d of a live object at %#x is %#x: the first Realloc's zeroing wrote into it", i, addrOf(x), v)
+		}
+	}
+	if x != nil {
+		must(t, d.Free(x))
+	}
+	if r2 != nil {
+		must(t, d.Free(r2))
+	}
+	if st := a.Stats(); st.Large.LiveObjects != 0 {
+		t.Fatalf("%d large objects live after every one was freed", st.Large.LiveObjects)
+	}
+}

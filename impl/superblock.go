@@ -93,8 +93,8 @@ type superblock struct {
 	_        [3]byte
 	// resizing: a large head whose object a Realloc resized in place and is
 	// zeroing outside a.mu (resizeLarge). A free of it waits until it is
-	// done, and another resize leaves it alone: until then the run must not
-	// be pooled, or the zeroing would write into its next owner's object
+	// done, and so does another resize of it: until then no part of the run
+	// may be pooled, or the zeroing would write into its next owner's object
 	// (INTEGRITY). Set under a.mu, cleared by the Realloc.
 	resizing atomic.Bool
 }

@@ -118,4 +118,5 @@ var All = []Mutant{
 	{"reallocpanicleak", "CONSERVE", "Cache.Realloc", "a moving Realloc does not free its new object when it does not return it (an error after the allocation, or an OnError panic in its free of b)"},
 	{"closemarkshort", "LIFECYCLE", "Allocator.Close", "Close marks every remote word pending but a group's last object, so a fast-path free or allocation of that slot after Close goes through"},
 	{"resizenowait", "INTEGRITY", "Cache.Realloc", "a free of a large object that a Realloc resized in place does not wait for its zeroing outside the central lock: the run is pooled, handed out again, and the zeroing clears the new owner's object"},
+	{"resizenowait", "INTEGRITY", "Cache.Realloc", "a free or a Realloc of a large object that a Realloc resized in place does not wait for its zeroing outside the central lock: the run (or its tail) is pooled, handed out again, and the zeroing clears the new owner's object"},
 }
