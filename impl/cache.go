@@ -537,6 +537,15 @@ func (c *Cache) release(sb *superblock) {
 	c.a.lock()
 	defer c.a.mu.Unlock() // also on a panic (OnError runs here): Close must not hang
 	c.a.releaseLocked(c, sb)
+	if sb.notified.Load() && !mutant.ReleaseNoReroute {
+		// LIFECYCLE: a remote free announced sb on c's stack after c last
+		// drained it, and c collected the free some other way (Flush's walk
+		// of its superblocks, a group's collection). sb leaves c marked
+		// notified: until c drains again, no free into its next small period
+		// announces it, and if c goes idle nothing ever collects those.
+		// Forward c's stack now, as a notify that finds the owner changed does.
+		c.a.reroute(c)
+	}
 }
 
 // refill gives class k a new held group: from the current superblock, then from

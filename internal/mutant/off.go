@@ -99,6 +99,7 @@ const (
 	ReallocPanicLeak     = false
 	CloseMarkShort       = false
 	ResizeNoWait         = false
+	ReleaseNoReroute     = false
 )
 
 func Drop() bool { return false }

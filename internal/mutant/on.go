@@ -116,6 +116,7 @@ var (
 	ReallocPanicLeak     = on("reallocpanicleak")
 	CloseMarkShort       = on("closemarkshort")
 	ResizeNoWait         = on("resizenowait")
+	ReleaseNoReroute     = on("releasenoreroute")
 )
 
 var remoteFrees atomic.Uint64
