@@ -117,7 +117,6 @@ var All = []Mutant{
 	{"pinnedpublishlate", "STATS-LAG", "Allocator.Free", "the front's pinned free stays local on the free that reaches the publish limit: a full superblock's first free leaves it filed full"},
 	{"reallocpanicleak", "CONSERVE", "Cache.Realloc", "a moving Realloc does not free its new object when it does not return it (an error after the allocation, or an OnError panic in its free of b)"},
 	{"closemarkshort", "LIFECYCLE", "Allocator.Close", "Close marks every remote word pending but a group's last object, so a fast-path free or allocation of that slot after Close goes through"},
-	{"resizenowait", "INTEGRITY", "Cache.Realloc", "a free of a large object that a Realloc resized in place does not wait for its zeroing outside the central lock: the run is pooled, handed out again, and the zeroing clears the new owner's object"},
 	{"resizenowait", "INTEGRITY", "Cache.Realloc", "a free or a Realloc of a large object that a Realloc resized in place does not wait for its zeroing outside the central lock: the run (or its tail) is pooled, handed out again, and the zeroing clears the new owner's object"},
 	{"releasenoreroute", "LIFECYCLE", "Cache.Flush", "an owner that releases a superblock announced on its own stack after its last drain does not forward the stack: the superblock stays marked notified, its next period's remote frees are never announced, and once its next owner orphans it full nobody collects it"},
 }
