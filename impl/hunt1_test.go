@@ -1,0 +1,95 @@
+package impl_test
+
+// Hunt 1: cache.go, remote.go, superblock.go, sbcache.go. Each test names the
+// slip it was written to catch.
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestClosedCacheKeepsNoEntry (CACHE-COHERENT, LIFECYCLE): Close empties every
+// way of the superblock cache, so a free through the closed cache misses and
+// says ErrClosed; with one way the only entry is the last one (slip: Close
+// clears the ways below wayMask, leaving a "mine" entry that frees locally
+// into what is now an orphan).
+func TestClosedCacheKeepsNoEntry(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, SuperblockCacheWays: 1})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	x, y := allocN(t, c, 64), allocN(t, c, 64)
+	must(t, c.Free(x)) // fills the entry, mine
+	must(t, c.Close())
+	if err := c.Free(y); !errors.Is(err, impl.ErrClosed) {
+		t.Fatalf("Free through a closed cache: %v, want ErrClosed", err)
+	}
+	d, err := a.NewCache()
+	must(t, err)
+	must(t, d.Free(y)) // y is still live: its orphan takes the free
+	d.Flush()
+	if s := a.Stats(); s.DoubleFrees != 0 || s.SmallSuperblocks != 0 {
+		t.Fatalf("after freeing y: %d double frees, %d small superblocks", s.DoubleFrees, s.SmallSuperblocks)
+	}
+}
+
+// TestAllocWholeReservation (OOM-REAL): a large object as big as the
+// reservation fits in an empty one; only a larger request is ErrTooLarge
+// (slip: n >= the reservation's size refused).
+func TestAllocWholeReservation(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	b, err := c.Alloc(8 * spec.SuperblockSize)
+	if err != nil {
+		t.Fatalf("Alloc of the whole reservation: %v", err)
+	}
+	must(t, c.Free(b))
+}
+
+// TestFreeJustPastReservation (FREE-INVALID): the address one past the
+// reservation is outside it, even when the reservation fills its last chunk
+// of headers exactly (512 superblocks; slip: off > size, which reads a chunk
+// past the end).
+func TestFreeJustPastReservation(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 512 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	b := allocN(t, c, 64)
+	s := a.Snapshot()
+	past := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), s.Base+s.Size-addrOf(b))), 8)
+	if err := c.Free(past); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("Free just past the reservation: %v, want ErrInvalidPointer", err)
+	}
+	must(t, c.Free(b))
+}
+
+// TestRemoteFreeAfterAllocatorClose (FREE-DOUBLE, LIFECYCLE): after
+// Allocator.Close every remote word reads pending, so a remote free through a
+// current entry finds its object pending; it must say ErrClosed, not
+// ErrDoubleFree (slip: freeRemote asks only whether the cache is closed).
+func TestRemoteFreeAfterAllocatorClose(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	c, err := a.NewCache()
+	must(t, err)
+	d, err := a.NewCache()
+	must(t, err)
+	x, y := allocN(t, c, 64), allocN(t, c, 64)
+	must(t, d.Free(x)) // d's entry for c's superblock, not mine, current
+	if err := a.Close(); !errors.Is(err, impl.ErrLeaked) {
+		t.Fatalf("Close with y live: %v, want ErrLeaked", err)
+	}
+	if err := d.Free(y); !errors.Is(err, impl.ErrClosed) {
+		t.Fatalf("remote Free after Allocator.Close: %v, want ErrClosed", err)
+	}
+}
