@@ -6,7 +6,6 @@ package impl_test
 import (
 	"errors"
 	"testing"
-	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -36,41 +35,6 @@ func TestClosedCacheKeepsNoEntry(t *testing.T) {
 	if s := a.Stats(); s.DoubleFrees != 0 || s.SmallSuperblocks != 0 {
 		t.Fatalf("after freeing y: %d double frees, %d small superblocks", s.DoubleFrees, s.SmallSuperblocks)
 	}
-}
-
-// TestAllocWholeReservation (OOM-REAL): a large object as big as the
-// reservation fits in an empty one; only a larger request is ErrTooLarge
-// (slip: n >= the reservation's size refused).
-func TestAllocWholeReservation(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	c, err := a.NewCache()
-	must(t, err)
-	b, err := c.Alloc(8 * spec.SuperblockSize)
-	if err != nil {
-		t.Fatalf("Alloc of the whole reservation: %v", err)
-	}
-	must(t, c.Free(b))
-}
-
-// TestFreeJustPastReservation (FREE-INVALID): the address one past the
-// reservation is outside it, even when the reservation fills its last chunk
-// of headers exactly (512 superblocks; slip: off > size, which reads a chunk
-// past the end).
-func TestFreeJustPastReservation(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 512 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	c, err := a.NewCache()
-	must(t, err)
-	b := allocN(t, c, 64)
-	s := a.Snapshot()
-	past := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), s.Base+s.Size-addrOf(b))), 8)
-	if err := c.Free(past); !errors.Is(err, impl.ErrInvalidPointer) {
-		t.Fatalf("Free just past the reservation: %v, want ErrInvalidPointer", err)
-	}
-	must(t, c.Free(b))
 }
 
 // TestRemoteFreeAfterAllocatorClose (FREE-DOUBLE, LIFECYCLE): after
