@@ -27,7 +27,7 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 		// a stale entry decides nothing (CACHE-COHERENT): judge by the header's.
 		e.key = noKey
 		return c.freeMiss(off)
-	case c.closed || c.a.closed.Load():
+	case c.closed || c.a.closed.Load() && !mutant.RemoteSkipsClosed:
 		return ErrClosed // Allocator.Close marked every word pending
 	case why == remoteNotSlot:
 		return c.reject(errInvalid(c.a.base+off, int(e.class)))

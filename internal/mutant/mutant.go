@@ -119,4 +119,6 @@ var All = []Mutant{
 	{"closemarkshort", "LIFECYCLE", "Allocator.Close", "Close marks every remote word pending but a group's last object, so a fast-path free or allocation of that slot after Close goes through"},
 	{"resizenowait", "INTEGRITY", "Cache.Realloc", "a free or a Realloc of a large object that a Realloc resized in place does not wait for its zeroing outside the central lock: the run (or its tail) is pooled, handed out again, and the zeroing clears the new owner's object"},
 	{"releasenoreroute", "LIFECYCLE", "Cache.Flush", "an owner that releases a superblock announced on its own stack after its last drain does not forward the stack: the superblock stays marked notified, its next period's remote frees are never announced, and once its next owner orphans it full nobody collects it"},
+	{"remoteskipsclosed", "FREE-DOUBLE", "Cache.Free", "a remote free after Allocator.Close asks only whether its cache is closed: the object reads pending, and it is refused as a double free instead of ErrClosed"},
+	{"closewaysshort", "CACHE-COHERENT", "Cache.Close", "Close clears the superblock cache's ways below wayMask only: with one way its only entry stays mine, and a free through the closed cache frees locally into an orphan"},
 }

@@ -100,6 +100,8 @@ const (
 	CloseMarkShort       = false
 	ResizeNoWait         = false
 	ReleaseNoReroute     = false
+	RemoteSkipsClosed    = false
+	CloseWaysShort       = false
 )
 
 func Drop() bool { return false }

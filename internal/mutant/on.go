@@ -117,6 +117,8 @@ var (
 	CloseMarkShort       = on("closemarkshort")
 	ResizeNoWait         = on("resizenowait")
 	ReleaseNoReroute     = on("releasenoreroute")
+	RemoteSkipsClosed    = on("remoteskipsclosed")
+	CloseWaysShort       = on("closewaysshort")
 )
 
 var remoteFrees atomic.Uint64

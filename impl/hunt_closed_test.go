@@ -1,7 +1,7 @@
 package impl_test
 
-// Hunt 1: cache.go, remote.go, superblock.go, sbcache.go. Each test names the
-// slip it was written to catch.
+// From an independent mutant hunt: each test names the one-line slip that
+// passed the suite before it.
 
 import (
 	"errors"
