@@ -556,7 +556,7 @@ func (c *Cache) refill(k int) error {
 		return nil
 	}
 	c.drainNotify()
-	if cc.sb != nil && c.takeGroup(k) {
+	if cc.sb != nil && !mutant.RefillNoRetake && c.takeGroup(k) {
 		return nil
 	}
 	for retried := false; ; retried = true {

@@ -121,4 +121,5 @@ var All = []Mutant{
 	{"releasenoreroute", "LIFECYCLE", "Cache.Flush", "an owner that releases a superblock announced on its own stack after its last drain does not forward the stack: the superblock stays marked notified, its next period's remote frees are never announced, and once its next owner orphans it full nobody collects it"},
 	{"remoteskipsclosed", "FREE-DOUBLE", "Cache.Free", "a remote free after Allocator.Close asks only whether its cache is closed: the object reads pending, and it is refused as a double free instead of ErrClosed"},
 	{"closewaysshort", "CACHE-COHERENT", "Cache.Close", "Close clears the superblock cache's ways below wayMask only: with one way its only entry stays mine, and a free through the closed cache frees locally into an orphan"},
+	{"refillnoretake", "MEM-ACCOUNT", "Cache.Alloc", "a refill takes no second look at its current superblock after draining its stack: a remote free just collected into it is passed over, and the refill acquires a fresh superblock"},
 }

@@ -102,6 +102,7 @@ const (
 	ReleaseNoReroute     = false
 	RemoteSkipsClosed    = false
 	CloseWaysShort       = false
+	RefillNoRetake       = false
 )
 
 func Drop() bool { return false }

@@ -119,6 +119,7 @@ var (
 	ReleaseNoReroute     = on("releasenoreroute")
 	RemoteSkipsClosed    = on("remoteskipsclosed")
 	CloseWaysShort       = on("closewaysshort")
+	RefillNoRetake       = on("refillnoretake")
 )
 
 var remoteFrees atomic.Uint64

@@ -57,3 +57,30 @@ func TestRemoteFreeAfterAllocatorClose(t *testing.T) {
 		t.Fatalf("remote Free after Allocator.Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestRefillTakesCollectedRemoteFree (LIFECYCLE, MEM-ACCOUNT): a refill whose
+// current superblock is full drains its stack, and a remote free that drain
+// collects into the current superblock is the next object handed out (slip:
+// no second look at the current superblock after the drain, so the refill
+// files it full and acquires a fresh superblock from the pool: twice the
+// memory for one free object).
+func TestRefillTakesCollectedRemoteFree(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	k := spec.SizeToClass(4096)
+	var objs [][]byte
+	for range spec.ClassObjects(k) { // the whole superblock, in one group
+		objs = append(objs, allocN(t, c, 4096))
+	}
+	must(t, d.Free(objs[5])) // remote: pending, announced on c's stack
+	b := allocN(t, c, 4096)
+	if &b[0] != &objs[5][0] {
+		t.Errorf("the refill after a remote free returned %p, want the freed %p", &b[0], &objs[5][0])
+	}
+	if s := a.Stats(); s.SmallSuperblocks != 1 {
+		t.Errorf("%d small superblocks, want 1: the refill took a new one", s.SmallSuperblocks)
+	}
+}
