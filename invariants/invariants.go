@@ -286,6 +286,21 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			stacks[i]++
 		}
 	}
+	// A superblock on a cache's stack is that cache's, or its remote frees
+	// wait for a drain of a cache that may never drain again (an idle former
+	// owner): a notify that finds the owner changed forwards the stack, and
+	// so do an owner that orphans or releases a superblock it announced.
+	bySB := map[int]*impl.SuperblockState{}
+	for i := range s.Superblocks {
+		bySB[s.Superblocks[i].Index] = &s.Superblocks[i]
+	}
+	for _, c := range s.Caches {
+		for _, i := range c.Notify {
+			if st := bySB[i]; st != nil && st.Owner != c.ID && hasPending(st) {
+				vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (owner %d) has remote frees pending and is announced on the stack of cache %d, which is not its owner", i, st.Owner, c.ID))
+			}
+		}
+	}
 	for _, st := range s.Superblocks {
 		if n := stacks[st.Index]; st.Notified != (n == 1) || n > 1 {
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks", st.Index, st.Notified, n))
@@ -825,4 +840,14 @@ func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 		return oracle.DoubleFree // the owner sees it; an orphan is adopted by the freer first
 	}
 	return oracle.OK // remote: accepted, found when the owner collects
+}
+
+// hasPending reports whether st has a remote free pending.
+func hasPending(st *impl.SuperblockState) bool {
+	for _, p := range st.Pending {
+		if p != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package invariants_test
 
 import (
 	"math/bits"
+	"slices"
 	"strings"
 	"testing"
 
@@ -529,5 +530,35 @@ func TestGuardExpectFree(t *testing.T) {
 		if got := invariants.ExpectFree(s, id, tc.addr); got != tc.want {
 			t.Errorf("ExpectFree(%#x) = %v, want %v", tc.addr, got, tc.want)
 		}
+	}
+}
+
+// TestLifecycleCatchesStrandedNotification (LIFECYCLE): a superblock with a
+// remote free pending, announced on the stack of a cache that does not own it
+// (an idle former owner, which may never drain again), is reported.
+func TestLifecycleCatchesStrandedNotification(t *testing.T) {
+	h, c := setup(t)
+	d, err := h.NewCache()
+	must(t, err)
+	must(t, h.Alloc(c, 4096, 1))
+	must(t, h.Alloc(c, 4096, 1))
+	must(t, h.Free(d, h.Live()[0])) // remote: pending, announced on c's stack
+	s := clean(t, h)
+	var cs, ds *impl.CacheState
+	for i := range s.Caches {
+		switch s.Caches[i].ID {
+		case c:
+			cs = &s.Caches[i]
+		case d:
+			ds = &s.Caches[i]
+		}
+	}
+	if len(cs.Notify) != 1 {
+		t.Fatalf("c's stack %v, want the superblock the remote free announced", cs.Notify)
+	}
+	ds.Notify, cs.Notify = cs.Notify, nil // on d's stack, c still the owner
+	vs := invariants.Check(s, h.M)
+	if !slices.ContainsFunc(vs, func(v *invariants.Violation) bool { return v.Rule == spec.RuleLifecycle }) {
+		t.Fatalf("a notification stranded on a cache that does not own the superblock: %v", vs)
 	}
 }
