@@ -50,3 +50,16 @@ func PoolWalks(a *Allocator) int {
 // LockSpins reports whether a waiter for a's central lock spins before it
 // parks (Allocator.lock).
 func LockSpins(a *Allocator) bool { return a.spin }
+
+// FireDecayTimer fires the decay timer now, as if its time were up: it
+// reports false, and does nothing, if no timer is pending.
+func FireDecayTimer(a *Allocator) bool {
+	a.lock()
+	t := a.timer
+	pending := t != nil && t.Stop()
+	a.mu.Unlock()
+	if pending {
+		a.decayLater()
+	}
+	return pending
+}

@@ -1,0 +1,349 @@
+package impl_test
+
+// Hunt 2: one-line slips in alloc.go, large.go, realloc.go and the backends
+// that the rest of the suite let through. Each test names the slip it was
+// written to catch.
+
+import (
+	"errors"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestClosedFastPathsSeeLastSlot (REFINES, FREE-DOUBLE): after Allocator.Close
+// the fast paths must leave for the slow ones, which return ErrClosed; they
+// test no closed flag, only the remote word, so Close must mark every one of
+// its 32 pending bits. The last slot of a group is the one a mask one bit
+// short leaves out (slip: 1<<31-1): the held object there would be handed out
+// from the unmapped reservation, and a free of the live object there would
+// write into a closed allocator's bitmap.
+func TestClosedFastPathsSeeLastSlot(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	var objs [][]byte
+	for range 32 { // c: the whole first group of 64-byte objects, live
+		b, err := c.Alloc(64)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	for range 31 { // d: the first 31 of its group; it holds slot 31
+		_, err := d.Alloc(64)
+		must(t, err)
+	}
+	if err := a.Close(); !errors.Is(err, impl.ErrLeaked) {
+		t.Fatalf("Close: %v, want ErrLeaked", err)
+	}
+	if b, err := d.Alloc(64); !errors.Is(err, impl.ErrClosed) {
+		t.Fatalf("Alloc after Close, the held object in slot 31: %d bytes, %v; want ErrClosed", len(b), err)
+	}
+	if err := c.Free(objs[31]); !errors.Is(err, impl.ErrClosed) {
+		t.Fatalf("Free after Close of the live object in slot 31: %v, want ErrClosed", err)
+	}
+}
+
+// TestTrimFlushesFront (MEM-ACCOUNT, Allocator.Trim): Trim flushes the
+// Allocator's own caches first, so the superblock a per-P cache (or a shard)
+// keeps as its current one, all of it free, goes back too (slip: Trim
+// without the Flush returns only what the pool holds already).
+func TestTrimFlushesFront(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	b, err := a.Alloc(100)
+	must(t, err)
+	b[0] = 1
+	must(t, a.Free(b))
+	must(t, a.Trim())
+	if s := a.Stats(); s.SmallSuperblocks != 0 || s.Committed != 0 {
+		t.Fatalf("after Trim: %d small superblocks, Committed %d; want none (Trim flushes the front)", s.SmallSuperblocks, s.Committed)
+	}
+}
+
+// decayClock is an Allocator with Retain none and Decay an hour on a clock
+// the test moves, and n one-superblock objects on it, written to.
+func decayClock(t *testing.T, n int) (*impl.Allocator, *impl.Cache, *int64, [][]byte) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: -1, Decay: time.Hour})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	clock := new(int64)
+	*clock = time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return *clock })
+	c, _ := a.NewCache()
+	var objs [][]byte
+	for range n {
+		objs = append(objs, allocSBs(t, c, 1))
+	}
+	return a, c, clock, objs
+}
+
+// TestDecayAtExactlyDecay (MEM-ACCOUNT, Options.Decay): a superblock that has
+// been pooled for exactly Decay has waited it: the next release returns it
+// (slip: the release walks the pool only once the clock is past decayNext,
+// not at it, so it waits for a later release or the timer).
+func TestDecayAtExactlyDecay(t *testing.T) {
+	a, c, clock, objs := decayClock(t, 2)
+	must(t, c.Free(objs[0]))
+	if h := held(a); h != sbBytes {
+		t.Fatalf("freed within the decay: the pool holds %d bytes committed, want one superblock", h)
+	}
+	*clock += int64(time.Hour)
+	must(t, c.Free(objs[1]))
+	if h := held(a); h != sbBytes {
+		t.Fatalf("released exactly Decay after the first: the pool holds %d bytes committed, want only the second's superblock", h)
+	}
+}
+
+// TestDecayNextIsOldestYoung (MEM-ACCOUNT, Options.Decay): a walk that keeps
+// superblocks too young to go sets decayNext by the oldest of them, so the
+// release once that one has waited the decay walks again and returns it
+// (slip: by the youngest, max for min: it stays until the youngest is due).
+func TestDecayNextIsOldestYoung(t *testing.T) {
+	a, c, clock, objs := decayClock(t, 4)
+	t0 := *clock
+	must(t, c.Free(objs[0])) // the first release walks: 0 young, decayNext t0+D
+	*clock = t0 + 1
+	must(t, c.Free(objs[1])) // no walk
+	*clock = t0 + int64(time.Hour)
+	must(t, c.Free(objs[2])) // walks: 0 goes, 1 (t0+1) and 2 (t0+D) are young
+	if h := held(a); h != 2*sbBytes {
+		t.Fatalf("at t0+Decay the pool holds %d bytes committed, want 2 superblocks", h)
+	}
+	*clock = t0 + 1 + int64(time.Hour)
+	must(t, c.Free(objs[3])) // 1 has waited the decay now
+	if h := held(a); h != 2*sbBytes {
+		t.Fatalf("at t0+1+Decay the pool holds %d bytes committed, want 2 superblocks (the one pooled at t0+1 returned)", h)
+	}
+}
+
+// TestDecayTimerRearmed (MEM-ACCOUNT, Options.Decay): the timer, once it has
+// fired, is armed again by the next release past Retain, so that what that
+// release pooled goes back though nothing else happens (slip: the timer's
+// function leaves its timer recorded, and no release arms another).
+func TestDecayTimerRearmed(t *testing.T) {
+	a, c, clock, objs := decayClock(t, 2)
+	must(t, c.Free(objs[0]))
+	*clock += 2 * int64(time.Hour)
+	if !impl.FireDecayTimer(a) {
+		t.Fatal("no decay timer pending after a release past Retain")
+	}
+	if h := held(a); h != 0 {
+		t.Fatalf("after the timer fired the pool holds %d bytes committed", h)
+	}
+	must(t, c.Free(objs[1]))
+	*clock += 2 * int64(time.Hour)
+	if !impl.FireDecayTimer(a) {
+		t.Fatal("no decay timer pending after a release past Retain, once the first had fired")
+	}
+	if h := held(a); h != 0 {
+		t.Fatalf("after the second timer fired the pool holds %d bytes committed", h)
+	}
+}
+
+// TestReallocGuardModeUnsampledCleanup (FREE-DOUBLE, EMPTY): in guard mode a
+// moving Realloc's new small object is reserved only if it came out guarded;
+// one served from the held group is a plain object, and when the Realloc is
+// refused (its source was freed already) the clean-up must free it as one
+// (slip: every new object taken as reserved, whose clean-up through the
+// central lock finds no large or guarded object there and leaks it).
+func TestReallocGuardModeUnsampledCleanup(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{SampleRate: 1 << 20})
+	c, _ := a.NewCache()
+	b, err := c.Alloc(100)
+	must(t, err)
+	must(t, c.Free(b))
+	if _, err := c.Realloc(b, 200); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("Realloc of a freed object: %v, want ErrDoubleFree", err)
+	}
+	if g := a.Stats().Guard.Allocs; g != 0 {
+		t.Fatalf("%d small allocations sampled at a rate of 1 in 2^20: the new object must be a plain one for this test", g)
+	}
+	must(t, c.Close())
+	if leaks := a.Leaks(); len(leaks) != 0 {
+		t.Fatalf("after a refused Realloc and Close: %v live; the new object was not freed", leaks)
+	}
+}
+
+// TestDecayKeepsHalfRetain (MEM-ACCOUNT, Options.Retain): the decay returns
+// what has waited down to half of Retain, and keeps that half: exactly, so a
+// workload oscillating around the limit finds it committed (slip: the walk
+// stops one past keep, returning one superblock more).
+func TestDecayKeepsHalfRetain(t *testing.T) {
+	const retain = 4 * sbBytes
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: time.Hour})
+	must(t, err)
+	defer a.Close()
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	c, _ := a.NewCache()
+	var objs [][]byte
+	for range 8 {
+		objs = append(objs, allocSBs(t, c, 1))
+	}
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	if h := held(a); h != 8*sbBytes {
+		t.Fatalf("8 superblocks freed within the decay: the pool holds %d bytes committed", h)
+	}
+	clock += 2 * int64(time.Hour)
+	impl.DecayNow(a)
+	if h := held(a); h != retain/2 {
+		t.Fatalf("after the decay the pool holds %d bytes committed, want half of Retain, %d", h, retain/2)
+	}
+}
+
+// TestLargeTailSuperblockFrees (FREE-INVALID, FREE-DOUBLE): the start of a
+// superblock inside a large object was never an object's start, so a free of
+// it is invalid, whether the object is live, grew in place over it, shrank
+// in place past it, or was freed: only the head superblock of a freed run
+// keeps the mark that makes a second free of it a double free (slips: every
+// superblock of a freed run marked, a shrink's tail marked, a grow's first
+// new superblock made a head).
+func TestLargeTailSuperblockFrees(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	at := func(b []byte, sb int) []byte { return b[:cap(b)][sb*sbBytes:] }
+	wantInvalid := func(what string, b []byte) {
+		t.Helper()
+		if err := c.Free(b); !errors.Is(err, impl.ErrInvalidPointer) {
+			t.Fatalf("free of %s: %v, want ErrInvalidPointer", what, err)
+		}
+	}
+
+	g, err := c.Alloc(spec.MaxSmall + 1) // one superblock, then grown over two more
+	must(t, err)
+	g, err = c.Realloc(g, 3*sbBytes)
+	must(t, err)
+	if cap(g) != 3*sbBytes {
+		t.Fatalf("grown to %d bytes of capacity, want 3 superblocks", cap(g))
+	}
+	wantInvalid("the first superblock a live object grew over", at(g, 1))
+	wantInvalid("the second superblock a live object grew over", at(g, 2))
+
+	s := allocSBs(t, c, 3) // three superblocks, shrunk to one
+	old := s
+	s, err = c.Realloc(s, sbBytes)
+	must(t, err)
+	if addrOf(s) != addrOf(old) {
+		t.Fatal("a shrink moved the object")
+	}
+	wantInvalid("a superblock a shrink gave back", at(old, 1))
+
+	must(t, c.Free(g))
+	if err := c.Free(g); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("second free of a large object: %v, want ErrDoubleFree", err)
+	}
+	wantInvalid("the second superblock of a freed large object", at(g, 1))
+	wantInvalid("the third superblock of a freed large object", at(g, 2))
+	must(t, c.Free(s))
+}
+
+// TestReallocTailOfSuperblock (FREE-INVALID, ZEROED): a Realloc is refused as
+// a free of its slice would be; past the last object of a superblock (the
+// 16-byte tail of class 48's) there is no object to resize in place (slip:
+// resizable's object-count check one past the end, which takes the tail for
+// the live object after the last).
+func TestReallocTailOfSuperblock(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	k := spec.SizeToClass(48)
+	if spec.ClassSize(k) != 48 || spec.ClassObjects(k) != 1365 {
+		t.Fatalf("class of 48 bytes: size %d, %d objects; the test wants 48 and 1365", spec.ClassSize(k), spec.ClassObjects(k))
+	}
+	b, err := c.Alloc(48)
+	must(t, err)
+	base := addrOf(b) &^ (sbBytes - 1)
+	tailSlice := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), int(base+1365*48-addrOf(b)))), 48)[:40]
+	if r, err := c.Realloc(tailSlice, 44); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("Realloc of the tail of a superblock: %d bytes, %v; want ErrInvalidPointer", len(r), err)
+	}
+	must(t, c.Free(b))
+}
+
+// TestPooledTailFreeInvalid (FREE-INVALID, FREE-DOUBLE): a free into a pooled
+// superblock is a double free only at a slot of its last layout; its tail,
+// past the last object, never held one (slip: the object-count check one
+// past the end, which calls the tail of class 48's superblock a slot).
+func TestPooledTailFreeInvalid(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	b, err := c.Alloc(48)
+	must(t, err)
+	base := addrOf(b) &^ (sbBytes - 1)
+	tailSlice := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), int(base+1365*48-addrOf(b)))), 16)
+	must(t, c.Free(b))
+	must(t, c.Close()) // the superblock, empty, goes back to the pool
+	if s := a.Stats(); s.SmallSuperblocks != 0 {
+		t.Fatalf("%d small superblocks after the only object was freed and its cache closed", s.SmallSuperblocks)
+	}
+	if err := a.Free(b); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("free of the pooled superblock's first object: %v, want ErrDoubleFree", err)
+	}
+	if err := a.Free(tailSlice); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("free of the pooled superblock's tail: %v, want ErrInvalidPointer", err)
+	}
+}
+
+// TestReallocOfAnotherCachesHeldSlot (NO-OVERLAP, FREE-DOUBLE): only the
+// owner can tell a live object from a held one, so only the owner resizes in
+// place; another cache's Realloc of a stale slice at a slot the owner holds
+// moves, its free of the slot waiting as a remote double free (slip: any
+// cache resizes in place, judging liveness by its own held group: it returns
+// the held slot, which the owner then hands out too).
+func TestReallocOfAnotherCachesHeldSlot(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	owner, _ := a.NewCache()
+	other, _ := a.NewCache()
+	x, err := owner.Alloc(64) // owner holds the rest of its group, x+64 next
+	must(t, err)
+	held := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(x)), 64)), 64)
+	r, err := other.Realloc(held, 60)
+	if err != nil {
+		t.Logf("Realloc of the held slot refused: %v", err)
+	}
+	z, err := owner.Alloc(64)
+	must(t, err)
+	if r != nil && addrOf(r) == addrOf(z) {
+		t.Fatalf("the owner handed out %#x, which another cache's Realloc returned live", addrOf(z))
+	}
+	owner.Flush()
+}
+
+// TestReallocStaleLargeSliceOverLargerObject (ZEROED, FREE-DOUBLE): a Realloc
+// of a freed large object's slice, whose start is now a larger live object's,
+// never returns the slice's own address: it is not the slice's object, so it
+// is not resized in place (slip: the in-place check looks at the head's state
+// and offset, not at the slice's capacity, and resizes the other object).
+func TestReallocStaleLargeSliceOverLargerObject(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	stale, err := c.Alloc(100_000)
+	must(t, err)
+	must(t, c.Free(stale))
+	live, err := c.Alloc(200_000)
+	must(t, err)
+	if addrOf(live) != addrOf(stale) {
+		t.Fatalf("the second large object is at %#x, not at the freed one's %#x", addrOf(live), addrOf(stale))
+	}
+	r, err := c.Realloc(stale, 150_000)
+	if err == nil && addrOf(r) == addrOf(stale) {
+		t.Fatalf("Realloc of a stale slice returned its own address, the live object's, with capacity %d", cap(r))
+	}
+}
