@@ -47,24 +47,6 @@ func TestClosedFastPathsSeeLastSlot(t *testing.T) {
 	}
 }
 
-// TestTrimFlushesFront (MEM-ACCOUNT, Allocator.Trim): Trim flushes the
-// Allocator's own caches first, so the superblock a per-P cache (or a shard)
-// keeps as its current one, all of it free, goes back too (slip: Trim
-// without the Flush returns only what the pool holds already).
-func TestTrimFlushesFront(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	b, err := a.Alloc(100)
-	must(t, err)
-	b[0] = 1
-	must(t, a.Free(b))
-	must(t, a.Trim())
-	if s := a.Stats(); s.SmallSuperblocks != 0 || s.Committed != 0 {
-		t.Fatalf("after Trim: %d small superblocks, Committed %d; want none (Trim flushes the front)", s.SmallSuperblocks, s.Committed)
-	}
-}
-
 // decayClock is an Allocator with Retain none and Decay an hour on a clock
 // the test moves, and n one-superblock objects on it, written to.
 func decayClock(t *testing.T, n int) (*impl.Allocator, *impl.Cache, *int64, [][]byte) {
@@ -97,28 +79,6 @@ func TestDecayAtExactlyDecay(t *testing.T) {
 	must(t, c.Free(objs[1]))
 	if h := held(a); h != sbBytes {
 		t.Fatalf("released exactly Decay after the first: the pool holds %d bytes committed, want only the second's superblock", h)
-	}
-}
-
-// TestDecayNextIsOldestYoung (MEM-ACCOUNT, Options.Decay): a walk that keeps
-// superblocks too young to go sets decayNext by the oldest of them, so the
-// release once that one has waited the decay walks again and returns it
-// (slip: by the youngest, max for min: it stays until the youngest is due).
-func TestDecayNextIsOldestYoung(t *testing.T) {
-	a, c, clock, objs := decayClock(t, 4)
-	t0 := *clock
-	must(t, c.Free(objs[0])) // the first release walks: 0 young, decayNext t0+D
-	*clock = t0 + 1
-	must(t, c.Free(objs[1])) // no walk
-	*clock = t0 + int64(time.Hour)
-	must(t, c.Free(objs[2])) // walks: 0 goes, 1 (t0+1) and 2 (t0+D) are young
-	if h := held(a); h != 2*sbBytes {
-		t.Fatalf("at t0+Decay the pool holds %d bytes committed, want 2 superblocks", h)
-	}
-	*clock = t0 + 1 + int64(time.Hour)
-	must(t, c.Free(objs[3])) // 1 has waited the decay now
-	if h := held(a); h != 2*sbBytes {
-		t.Fatalf("at t0+1+Decay the pool holds %d bytes committed, want 2 superblocks (the one pooled at t0+1 returned)", h)
 	}
 }
 
@@ -170,81 +130,26 @@ func TestReallocGuardModeUnsampledCleanup(t *testing.T) {
 	}
 }
 
-// TestDecayKeepsHalfRetain (MEM-ACCOUNT, Options.Retain): the decay returns
-// what has waited down to half of Retain, and keeps that half: exactly, so a
-// workload oscillating around the limit finds it committed (slip: the walk
-// stops one past keep, returning one superblock more).
-func TestDecayKeepsHalfRetain(t *testing.T) {
-	const retain = 4 * sbBytes
-	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: time.Hour})
-	must(t, err)
-	defer a.Close()
-	clock := time.Now().UnixNano()
-	impl.SetClock(a, func() int64 { return clock })
-	c, _ := a.NewCache()
-	var objs [][]byte
-	for range 8 {
-		objs = append(objs, allocSBs(t, c, 1))
-	}
-	for _, b := range objs {
-		must(t, c.Free(b))
-	}
-	if h := held(a); h != 8*sbBytes {
-		t.Fatalf("8 superblocks freed within the decay: the pool holds %d bytes committed", h)
-	}
-	clock += 2 * int64(time.Hour)
-	impl.DecayNow(a)
-	if h := held(a); h != retain/2 {
-		t.Fatalf("after the decay the pool holds %d bytes committed, want half of Retain, %d", h, retain/2)
-	}
-}
-
-// TestLargeTailSuperblockFrees (FREE-INVALID, FREE-DOUBLE): the start of a
-// superblock inside a large object was never an object's start, so a free of
-// it is invalid, whether the object is live, grew in place over it, shrank
-// in place past it, or was freed: only the head superblock of a freed run
-// keeps the mark that makes a second free of it a double free (slips: every
-// superblock of a freed run marked, a shrink's tail marked, a grow's first
-// new superblock made a head).
-func TestLargeTailSuperblockFrees(t *testing.T) {
+// TestFreedLargeRunTailFreesInvalid (FREE-INVALID, FREE-DOUBLE): of a freed
+// large object's run only the head superblock keeps the mark that makes a
+// second free of it a double free; the start of any other superblock of the
+// run was never an object's start, so a free of it is invalid (slip: poolRun
+// marks every superblock of the run).
+func TestFreedLargeRunTailFreesInvalid(t *testing.T) {
 	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
 	c, _ := a.NewCache()
-	at := func(b []byte, sb int) []byte { return b[:cap(b)][sb*sbBytes:] }
-	wantInvalid := func(what string, b []byte) {
-		t.Helper()
-		if err := c.Free(b); !errors.Is(err, impl.ErrInvalidPointer) {
-			t.Fatalf("free of %s: %v, want ErrInvalidPointer", what, err)
-		}
-	}
-
-	g, err := c.Alloc(spec.MaxSmall + 1) // one superblock, then grown over two more
-	must(t, err)
-	g, err = c.Realloc(g, 3*sbBytes)
-	must(t, err)
-	if cap(g) != 3*sbBytes {
-		t.Fatalf("grown to %d bytes of capacity, want 3 superblocks", cap(g))
-	}
-	wantInvalid("the first superblock a live object grew over", at(g, 1))
-	wantInvalid("the second superblock a live object grew over", at(g, 2))
-
-	s := allocSBs(t, c, 3) // three superblocks, shrunk to one
-	old := s
-	s, err = c.Realloc(s, sbBytes)
-	must(t, err)
-	if addrOf(s) != addrOf(old) {
-		t.Fatal("a shrink moved the object")
-	}
-	wantInvalid("a superblock a shrink gave back", at(old, 1))
-
-	must(t, c.Free(g))
-	if err := c.Free(g); !errors.Is(err, impl.ErrDoubleFree) {
+	l := allocSBs(t, c, 3)
+	must(t, c.Free(l))
+	if err := c.Free(l); !errors.Is(err, impl.ErrDoubleFree) {
 		t.Fatalf("second free of a large object: %v, want ErrDoubleFree", err)
 	}
-	wantInvalid("the second superblock of a freed large object", at(g, 1))
-	wantInvalid("the third superblock of a freed large object", at(g, 2))
-	must(t, c.Free(s))
+	for sb := 1; sb < 3; sb++ {
+		if err := c.Free(l[sb*sbBytes:]); !errors.Is(err, impl.ErrInvalidPointer) {
+			t.Fatalf("free of superblock %d of a freed large object: %v, want ErrInvalidPointer", sb, err)
+		}
+	}
 }
 
 // TestReallocTailOfSuperblock (FREE-INVALID, ZEROED): a Realloc is refused as
@@ -269,59 +174,6 @@ func TestReallocTailOfSuperblock(t *testing.T) {
 		t.Fatalf("Realloc of the tail of a superblock: %d bytes, %v; want ErrInvalidPointer", len(r), err)
 	}
 	must(t, c.Free(b))
-}
-
-// TestPooledTailFreeInvalid (FREE-INVALID, FREE-DOUBLE): a free into a pooled
-// superblock is a double free only at a slot of its last layout; its tail,
-// past the last object, never held one (slip: the object-count check one
-// past the end, which calls the tail of class 48's superblock a slot).
-func TestPooledTailFreeInvalid(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	c, _ := a.NewCache()
-	b, err := c.Alloc(48)
-	must(t, err)
-	base := addrOf(b) &^ (sbBytes - 1)
-	tailSlice := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), int(base+1365*48-addrOf(b)))), 16)
-	must(t, c.Free(b))
-	must(t, c.Close()) // the superblock, empty, goes back to the pool
-	if s := a.Stats(); s.SmallSuperblocks != 0 {
-		t.Fatalf("%d small superblocks after the only object was freed and its cache closed", s.SmallSuperblocks)
-	}
-	if err := a.Free(b); !errors.Is(err, impl.ErrDoubleFree) {
-		t.Fatalf("free of the pooled superblock's first object: %v, want ErrDoubleFree", err)
-	}
-	if err := a.Free(tailSlice); !errors.Is(err, impl.ErrInvalidPointer) {
-		t.Fatalf("free of the pooled superblock's tail: %v, want ErrInvalidPointer", err)
-	}
-}
-
-// TestReallocOfAnotherCachesHeldSlot (NO-OVERLAP, FREE-DOUBLE): only the
-// owner can tell a live object from a held one, so only the owner resizes in
-// place; another cache's Realloc of a stale slice at a slot the owner holds
-// moves, its free of the slot waiting as a remote double free (slip: any
-// cache resizes in place, judging liveness by its own held group: it returns
-// the held slot, which the owner then hands out too).
-func TestReallocOfAnotherCachesHeldSlot(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	owner, _ := a.NewCache()
-	other, _ := a.NewCache()
-	x, err := owner.Alloc(64) // owner holds the rest of its group, x+64 next
-	must(t, err)
-	held := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(x)), 64)), 64)
-	r, err := other.Realloc(held, 60)
-	if err != nil {
-		t.Logf("Realloc of the held slot refused: %v", err)
-	}
-	z, err := owner.Alloc(64)
-	must(t, err)
-	if r != nil && addrOf(r) == addrOf(z) {
-		t.Fatalf("the owner handed out %#x, which another cache's Realloc returned live", addrOf(z))
-	}
-	owner.Flush()
 }
 
 // TestReallocStaleLargeSliceOverLargerObject (ZEROED, FREE-DOUBLE): a Realloc
