@@ -199,3 +199,30 @@ func TestReallocStaleLargeSliceOverLargerObject(t *testing.T) {
 		t.Fatalf("Realloc of a stale slice returned its own address, the live object's, with capacity %d", cap(r))
 	}
 }
+
+// TestHeapBackendTrimReadsZero (ZEROED, MEM-ACCOUNT): memory returned to the
+// OS counts as fresh, and fresh memory is not cleared when handed out again,
+// so the Go-heap backend (Options.HeapBackend, and every -race build) must
+// clear what it is told to decommit, as MADV_DONTNEED does (slip: its
+// decommit does nothing, and a large object on trimmed memory shows the old
+// bytes).
+func TestHeapBackendTrimReadsZero(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, HeapBackend: true})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	b := allocSBs(t, c, 2)
+	must(t, c.Free(b))
+	must(t, a.Trim())
+	again, err := c.Alloc(2 * sbBytes)
+	must(t, err)
+	if addrOf(again) != addrOf(b) {
+		t.Fatalf("the trimmed run was not reused (%#x, then %#x)", addrOf(b), addrOf(again))
+	}
+	for i := 0; i < len(again); i += 4096 {
+		if again[i] != 0 {
+			t.Fatalf("byte %d of a large object on trimmed memory is %d", i, again[i])
+		}
+	}
+	must(t, c.Free(again))
+}
