@@ -226,3 +226,27 @@ func TestHeapBackendTrimReadsZero(t *testing.T) {
 	}
 	must(t, c.Free(again))
 }
+
+// TestReallocForeignLargeSlice (FREE-INVALID): a Realloc is refused as a free
+// of its slice would be, and a slice from outside the reservation (the Go
+// heap, another Allocator) is invalid to free; growing it to a large size
+// must look it up only once it is known to lie inside (slip: the bounds
+// check before the in-place large path left out, which indexes the header
+// table past its end).
+func TestReallocForeignLargeSlice(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	other, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer other.Close()
+	c, _ := a.NewCache()
+	foreign, err := other.Alloc(spec.MaxSmall + 1)
+	must(t, err)
+	for name, b := range map[string][]byte{"Go heap": make([]byte, 100, 4096), "another Allocator": foreign} {
+		if r, err := c.Realloc(b, 2*spec.MaxSmall); !errors.Is(err, impl.ErrInvalidPointer) {
+			t.Errorf("Realloc of a slice of the %s to a large size: %d bytes, %v; want ErrInvalidPointer", name, len(r), err)
+		}
+	}
+	must(t, other.Free(foreign))
+}
