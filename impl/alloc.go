@@ -638,7 +638,7 @@ func (a *Allocator) pooled(start, n uint32) {
 // and it does not walk the pool: a workload that releases superblocks all the
 // time past Retain (xmalloc-test) would walk it on every release. Under a.mu.
 func (a *Allocator) decayPool(now int64) {
-	if now >= a.decayNext || mutant.NoDecay {
+	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
 		a.decommitPool(a.retain/2, now-a.decay)
 	}
 	if a.counts.dirtyPooled > a.retain && a.timer == nil && !a.closed.Load() {
@@ -650,7 +650,9 @@ func (a *Allocator) decayPool(now int64) {
 func (a *Allocator) decayLater() {
 	a.lock()
 	defer a.mu.Unlock()
-	a.timer = nil
+	if !mutant.TimerNotCleared {
+		a.timer = nil
+	}
 	if !a.closed.Load() && a.counts.dirtyPooled > a.retain {
 		a.decayPool(a.now())
 	}

@@ -5,6 +5,8 @@ package impl
 import (
 	"errors"
 	"unsafe"
+
+	"github.com/refalloc/refalloc/internal/mutant"
 )
 
 type heapBackend struct {
@@ -22,7 +24,9 @@ func (h *heapBackend) reserve(size, align uintptr) (unsafe.Pointer, error) {
 }
 
 func (h *heapBackend) decommit(p unsafe.Pointer, n uintptr) error {
-	clear(unsafe.Slice((*byte)(p), n))
+	if !mutant.HeapDecommitNoClear {
+		clear(unsafe.Slice((*byte)(p), n))
+	}
 	return nil
 }
 

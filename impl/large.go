@@ -228,7 +228,9 @@ func (a *Allocator) poolRun(i, m uint32, mark uint8) {
 			sb.retire()
 		}
 		sb.meta.Store(packMeta(next, statePool, mark))
-		mark = noClass
+		if !mutant.PoolRunMarkAll {
+			mark = noClass
+		}
 	}
 	a.counts.large -= int(m)
 	a.putRun(i, m)
@@ -310,7 +312,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	if state == stateLargeHead && off&(spec.SuperblockSize-1) == 0 && head.resizing.Load() && !mutant.ResizeNoWait {
 		return 0, nil, false, true
 	}
-	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable || head.reserved {
+	if state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 || uintptr(capacity) != head.usable && !mutant.ResizeCapCheck || head.reserved {
 		return 0, nil, false, false // not b's object: not live, another one, or nobody's yet
 	}
 	old = head.runLen

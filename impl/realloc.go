@@ -49,7 +49,7 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 		nb, err = c.allocOther(n, 1, true)
 	} else if c.a.guard.sampled {
 		nb, err = c.allocReserving(n)
-		reserved = err == nil && c.gotReserved
+		reserved = err == nil && (c.gotReserved || mutant.ReservedGuardAll)
 	} else {
 		nb, err = c.Alloc(n)
 	}
@@ -122,7 +122,7 @@ func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
 		return nil, false
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base
-	if off >= c.a.size {
+	if off >= c.a.size && !mutant.ResizeForeign {
 		return nil, false
 	}
 	if sb := c.a.lookup(off >> spec.SuperblockShift); sb == nil {
@@ -159,7 +159,7 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		}
 		rel := uint32(off) & (spec.SuperblockSize - 1)
 		idx := rel / uint32(cap(b))
-		if rel%uint32(cap(b)) != 0 || idx >= uint32(spec.ClassObjects(int(k))) {
+		if rel%uint32(cap(b)) != 0 || idx >= uint32(spec.ClassObjects(int(k)))+uint32(b2i(mutant.ResizableTail)) {
 			return false
 		}
 		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}

@@ -122,4 +122,12 @@ var All = []Mutant{
 	{"remoteskipsclosed", "FREE-DOUBLE", "Cache.Free", "a remote free after Allocator.Close asks only whether its cache is closed: the object reads pending, and it is refused as a double free instead of ErrClosed"},
 	{"closewaysshort", "CACHE-COHERENT", "Cache.Close", "Close clears the superblock cache's ways below wayMask only: with one way its only entry stays mine, and a free through the closed cache frees locally into an orphan"},
 	{"refillnoretake", "MEM-ACCOUNT", "Cache.Alloc", "a refill takes no second look at its current superblock after draining its stack: a remote free just collected into it is passed over, and the refill acquires a fresh superblock"},
+	{"decaynowgt", "MEM-ACCOUNT", "Options.Decay", "the pool decays only once the clock is past decayNext: a superblock pooled for exactly Decay is kept one more release"},
+	{"timernotcleared", "MEM-ACCOUNT", "Options.Decay", "the decay timer is not cleared when it fires, so it is never armed again: what is pooled after stays committed until a release"},
+	{"poolrunmarkall", "FREE-INVALID", "Allocator.Free", "a freed large run marks all its superblocks as the head's class, so a free of its tail superblocks' starts is judged as of a pooled head"},
+	{"resizecapcheck", "ZEROED", "Cache.Realloc", "an in-place large resize does not check that b's capacity is the object's: a stale slice of an older, smaller object at the address resizes the larger live one"},
+	{"reservedguardall", "FREE-DOUBLE", "Cache.Realloc", "in guard mode every moving Realloc's small new object counts as reserved, sampled or not: the clean-up of an unsampled one goes to freeReserved"},
+	{"resizeforeign", "FREE-INVALID", "Cache.Realloc", "a Realloc to a large size of a slice outside the reservation is looked up past the header table"},
+	{"resizabletail", "FREE-INVALID", "Cache.Realloc", "a small in-place Realloc accepts the slot one past a superblock's last object"},
+	{"heapdecommitnoclear", "ZEROED", "Allocator.Trim", "the Go-heap backend's decommit does not clear, though decommitted memory counts as fresh and is not zeroed again"},
 }

@@ -103,6 +103,14 @@ const (
 	RemoteSkipsClosed    = false
 	CloseWaysShort       = false
 	RefillNoRetake       = false
+	DecayNowGT           = false
+	TimerNotCleared      = false
+	PoolRunMarkAll       = false
+	ResizeCapCheck       = false
+	ReservedGuardAll     = false
+	ResizeForeign        = false
+	ResizableTail        = false
+	HeapDecommitNoClear  = false
 )
 
 func Drop() bool { return false }

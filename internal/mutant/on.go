@@ -120,6 +120,14 @@ var (
 	RemoteSkipsClosed    = on("remoteskipsclosed")
 	CloseWaysShort       = on("closewaysshort")
 	RefillNoRetake       = on("refillnoretake")
+	DecayNowGT           = on("decaynowgt")
+	TimerNotCleared      = on("timernotcleared")
+	PoolRunMarkAll       = on("poolrunmarkall")
+	ResizeCapCheck       = on("resizecapcheck")
+	ReservedGuardAll     = on("reservedguardall")
+	ResizeForeign        = on("resizeforeign")
+	ResizableTail        = on("resizabletail")
+	HeapDecommitNoClear  = on("heapdecommitnoclear")
 )
 
 var remoteFrees atomic.Uint64
