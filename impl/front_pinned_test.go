@@ -3,10 +3,14 @@
 package impl
 
 import (
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestWaitUnpinned: waitUnpinned, which Allocator.Flush relies on to exclude
@@ -174,4 +178,101 @@ func TestWithFrontCacheWaitsForPinnedFastPath(t *testing.T) {
 			t.Error("WithFrontCache ran f while a fast path was running on its per-P cache")
 		}
 	})
+}
+
+// TestOutsideTokenFallsBack (FRONT-EXCLUSIVE): a per-P cache whose token was
+// taken from outside the Ps (Allocator.Flush, WithFrontCache: tokenOutside,
+// not tokenP) is as busy as one a call holds in a slow path: the fast path
+// declines it too, and the call is served by a shard. On one P the cache is
+// P 0's, and an allocation before gives it a held group the fast path would
+// pop from. Slip: pinned declines only tokenP, and a fast path runs on a cache
+// that Flush is flushing.
+func TestOutsideTokenFallsBack(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, err := New(Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	first, err := a.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := a.front.procs.caches()
+	for _, c := range procs {
+		a.front.procs.take(c) // as Flush does
+		c.enter()
+	}
+	b, err := a.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := int((uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base) >> spec.SuperblockShift)
+	for _, sb := range a.Snapshot().Superblocks {
+		for _, c := range procs {
+			if sb.Index == i && sb.Owner == c.id {
+				t.Errorf("an allocation while Flush held every per-P token came from superblock %d of per-P cache %d", i, c.id)
+			}
+		}
+	}
+	for _, c := range procs {
+		c.exit()
+		a.front.procs.release(c)
+	}
+	for _, b := range [][]byte{first, b} {
+		if err := a.Free(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFrontFreeAdoptsOrphan (FREE-DOUBLE, adoption on free: "a free into an
+// orphaned superblock first makes the freeing cache its owner"): the front's
+// pinned free, holding an entry made while the superblock was another cache's,
+// leaves a free into it once it is an orphan to the slow path, which adopts
+// it; only a superblock with an owner takes a lock-free remote free. On one
+// P every call runs on that P's cache, whose entry the first free filled.
+// Slip: the pinned free tests the owner the other way round, and a free into
+// an orphan stays pending in it, unowned.
+func TestFrontFreeAdoptsOrphan(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, err := New(Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := a.NewCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs [][]byte
+	for range 3 {
+		b, err := c.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, b)
+	}
+	if err := a.Free(objs[0]); err != nil { // a remote free: fills the P's entry
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil { // orphans the superblock, two objects live
+		t.Fatal(err)
+	}
+	if err := a.Free(objs[1]); err != nil {
+		t.Fatal(err)
+	}
+	i := int((uintptr(unsafe.Pointer(unsafe.SliceData(objs[1]))) - a.base) >> spec.SuperblockShift)
+	s := a.Snapshot()
+	for _, sb := range s.Superblocks {
+		if sb.Index == i && (sb.Orphan || sb.Owner < 0) {
+			t.Errorf("superblock %d after a free into it as an orphan: owner %d, list %s; want it adopted", i, sb.Owner, sb.List)
+		}
+	}
+	if err := a.Free(objs[1]); !errors.Is(err, ErrDoubleFree) {
+		t.Errorf("a second free of an object freed into an adopted orphan: %v, want ErrDoubleFree at once", err)
+	}
+	if err := a.Free(objs[2]); err != nil {
+		t.Fatal(err)
+	}
 }
