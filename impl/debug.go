@@ -149,7 +149,9 @@ func (a *Allocator) verifyPoison(c *Cache, s []byte, k int, site uint32) {
 					Site: a.sites.format(site),
 				})
 			}
-			return
+			if !mutant.PoisonReportEach {
+				return
+			}
 		}
 	}
 }
@@ -162,7 +164,7 @@ func (a *Allocator) verifyReleased(c *Cache, sb *superblock) {
 	k := int(sb.class)
 	size := spec.ClassSize(k)
 	base := a.sbAddr(sb)
-	for idx := range min(int(sb.zeroedFrom), spec.ClassObjects(k)) {
+	for idx := range min(int(sb.zeroedFrom)-int(b2i(mutant.VerifyReleasedShort)), spec.ClassObjects(k)) {
 		a.verifyPoison(c, unsafe.Slice((*byte)(unsafe.Add(base, idx*size)), size), k, sb.sites[idx])
 	}
 }

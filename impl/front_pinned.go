@@ -118,7 +118,7 @@ func (pc *procCaches) pinned(p int) *Cache {
 		if !c.busy.CompareAndSwap(tokenFree, tokenP) {
 			return nil
 		}
-	case c.busy.Load() != tokenFree:
+	case c.busy.Load() != tokenFree && (!mutant.TokenOutsideIgnored || c.busy.Load() == tokenP):
 		return nil
 	}
 	if (checks || yieldPoints) && !c.tryEnter() { // FRONT-EXCLUSIVE
@@ -311,7 +311,7 @@ func (a *Allocator) Free(b []byte) error {
 				unpin(p, c)
 				return nil
 			}
-		} else if e.key == i<<1 && e.sb.owner.Load() != nil && c.remoteFree(e, off) == remoteDone {
+		} else if e.key == i<<1 && (e.sb.owner.Load() != nil) != mutant.PinnedOrphanRemote && c.remoteFree(e, off) == remoteDone {
 			unpin(p, c)
 			return nil
 		}

@@ -138,7 +138,7 @@ func (a *Allocator) initGuard(opt GuardOptions, reserve int) error {
 		return nil
 	}
 	switch {
-	case opt.SampleRate > maxSampleRate:
+	case opt.SampleRate > maxSampleRate-int(b2i(mutant.SampleRateBound)):
 		return fmt.Errorf("refalloc: Options.Guard.SampleRate %d is above %d", opt.SampleRate, maxSampleRate)
 	case opt.QuarantineBytes < 0 || opt.QuarantineBytes > spec.MaxAlloc:
 		return fmt.Errorf("refalloc: Options.Guard.QuarantineBytes %d out of range [0, %d]", opt.QuarantineBytes, spec.MaxAlloc)
@@ -370,7 +370,9 @@ func (a *Allocator) evictOldest() bool {
 	a.quar.nrecent++
 	a.quar.released++
 	a.putRun(e.idx, e.n)
-	a.pooled(e.idx, e.n) // the dirty ones: fresh ones (decommitted) are not the pool's to decay
+	if !mutant.EvictNotPooled { // the dirty ones: fresh ones (decommitted) are not the pool's to decay
+		a.pooled(e.idx, e.n)
+	}
 	return true
 }
 
@@ -498,7 +500,7 @@ func (e *UseAfterFreeError) Error() string {
 		what = fmt.Sprintf("the %d-byte large object", e.Size)
 	}
 	where := fmt.Sprintf("byte %d of %s", e.Offset, what)
-	if e.Offset >= e.Size {
+	if e.Offset >= e.Size+int(b2i(mutant.ExplainPastEnd)) {
 		where = fmt.Sprintf("%d bytes past the end of %s", e.Offset-e.Size, what)
 	}
 	fmt.Fprintf(&b, "%v [%s]: %#x is %s at %#x, which was freed", ErrUseAfterFree, spec.RuleGuardFault, e.Addr, where, e.Object)

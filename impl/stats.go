@@ -157,7 +157,7 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%5s %7s %7s %14s %14s %12s\n", "class", "size", "objects", "allocs", "frees", "live<=")
 	for _, c := range s.Classes {
-		if c.Allocs == 0 && c.Frees == 0 {
+		if c.Allocs == 0 && c.Frees == 0 || mutant.StringSkipsOneSided && (c.Allocs == 0 || c.Frees == 0) {
 			continue
 		}
 		fmt.Fprintf(&b, "%5d %7d %7d %14d %14d %12d\n", c.Class, c.Size, c.SlabObjects, c.Allocs, c.Frees, c.Allocs-c.Frees)

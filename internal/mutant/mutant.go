@@ -130,4 +130,12 @@ var All = []Mutant{
 	{"resizeforeign", "FREE-INVALID", "Cache.Realloc", "a Realloc to a large size of a slice outside the reservation is looked up past the header table"},
 	{"resizabletail", "FREE-INVALID", "Cache.Realloc", "a small in-place Realloc accepts the slot one past a superblock's last object"},
 	{"heapdecommitnoclear", "ZEROED", "Allocator.Trim", "the Go-heap backend's decommit does not clear, though decommitted memory counts as fresh and is not zeroed again"},
+	{"pinnedorphanremote", "FREE-DOUBLE", "Allocator.Free", "the front's pinned free frees remotely into an orphan through a stale entry instead of leaving it to adoption, and not into an owned superblock"},
+	{"tokenoutsideignored", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the pinned fast path takes a per-P cache whose token Flush holds (tokenOutside), as if it were free"},
+	{"sampleratebound", "GUARD-FAULT", "Options.Guard", "New refuses a SampleRate of exactly the maximum, 1<<30"},
+	{"stringskipsonesided", "STATS-LEAD", "Stats.String", "Stats.String leaves out a class with allocations and no frees, or frees and no allocations"},
+	{"verifyreleasedshort", "DEBUG-POISON", "Options.Debug", "a released superblock's poison is verified up to zeroedFrom-1: a write after free into its last object used is not reported"},
+	{"poisonreporteach", "DEBUG-POISON", "Options.Debug", "a write after free is reported once per bad byte, not once per object"},
+	{"explainpastend", "GUARD-FAULT", "Allocator.Explain", "a fault exactly one past a guarded object's end is described as inside it"},
+	{"evictnotpooled", "MEM-ACCOUNT", "Options.Guard", "a superblock released from the quarantine is not counted as dirty in the pool: Trim and decay never return it"},
 }

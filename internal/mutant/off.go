@@ -111,6 +111,14 @@ const (
 	ResizeForeign        = false
 	ResizableTail        = false
 	HeapDecommitNoClear  = false
+	PinnedOrphanRemote   = false
+	TokenOutsideIgnored  = false
+	SampleRateBound      = false
+	StringSkipsOneSided  = false
+	VerifyReleasedShort  = false
+	PoisonReportEach     = false
+	ExplainPastEnd       = false
+	EvictNotPooled       = false
 )
 
 func Drop() bool { return false }

@@ -128,6 +128,14 @@ var (
 	ResizeForeign        = on("resizeforeign")
 	ResizableTail        = on("resizabletail")
 	HeapDecommitNoClear  = on("heapdecommitnoclear")
+	PinnedOrphanRemote   = on("pinnedorphanremote")
+	TokenOutsideIgnored  = on("tokenoutsideignored")
+	SampleRateBound      = on("sampleratebound")
+	StringSkipsOneSided  = on("stringskipsonesided")
+	VerifyReleasedShort  = on("verifyreleasedshort")
+	PoisonReportEach     = on("poisonreporteach")
+	ExplainPastEnd       = on("explainpastend")
+	EvictNotPooled       = on("evictnotpooled")
 )
 
 var remoteFrees atomic.Uint64
