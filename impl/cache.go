@@ -876,7 +876,11 @@ func (c *Cache) flush() {
 		// notification can be parked on the stack of a superblock's previous
 		// owner for a while.
 		l := &c.lists[k]
-		for _, head := range []*superblock{l.partial, l.full} {
+		heads := []*superblock{l.partial, l.full}
+		if mutant.FlushPartialOnly {
+			heads = heads[:1]
+		}
+		for _, head := range heads {
 			for sb := head; sb != nil; {
 				next := sb.next
 				c.collect(sb)

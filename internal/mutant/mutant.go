@@ -138,4 +138,5 @@ var All = []Mutant{
 	{"poisonreporteach", "DEBUG-POISON", "Options.Debug", "a write after free is reported once per bad byte, not once per object"},
 	{"explainpastend", "GUARD-FAULT", "Allocator.Explain", "a fault exactly one past a guarded object's end is described as inside it"},
 	{"evictnotpooled", "MEM-ACCOUNT", "Options.Guard", "a superblock released from the quarantine is not counted as dirty in the pool: Trim and decay never return it"},
+	{"flushpartialonly", "STATS-EXACT", "Cache.Flush", "Flush walks only the partial list collecting remote frees: a full superblock announced on the orphans' stack while adopted keeps its pending free past the flush"},
 }

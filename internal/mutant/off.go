@@ -119,6 +119,7 @@ const (
 	PoisonReportEach     = false
 	ExplainPastEnd       = false
 	EvictNotPooled       = false
+	FlushPartialOnly     = false
 )
 
 func Drop() bool { return false }

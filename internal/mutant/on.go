@@ -136,6 +136,7 @@ var (
 	PoisonReportEach     = on("poisonreporteach")
 	ExplainPastEnd       = on("explainpastend")
 	EvictNotPooled       = on("evictnotpooled")
+	FlushPartialOnly     = on("flushpartialonly")
 )
 
 var remoteFrees atomic.Uint64
