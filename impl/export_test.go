@@ -63,3 +63,13 @@ func FireDecayTimer(a *Allocator) bool {
 	}
 	return pending
 }
+
+// CentralLockFree reports whether a's central lock is free now (it takes and
+// gives it back if so): a call that panicked must not have left it held.
+func CentralLockFree(a *Allocator) bool {
+	if !a.mu.TryLock() {
+		return false
+	}
+	a.mu.Unlock()
+	return true
+}

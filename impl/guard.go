@@ -230,9 +230,17 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	site := a.sites.record()
 	size := spec.ClassSize(k)
 	a.lock()
+	// Unlocked also on a panic: OnError may panic in the release of the
+	// quarantine (a write after free found) or in debug mode's check below,
+	// and a held central lock would hang every later call, Close too.
+	locked := true
+	defer func() {
+		if locked {
+			a.mu.Unlock()
+		}
+	}()
 	i, ok := a.takeRunEvict(1)
 	if !ok {
-		a.mu.Unlock()
 		return nil
 	}
 	sb := a.header(i)
@@ -259,6 +267,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	a.quar.allocs++
 	a.quar.live++
 	a.quar.bytes += uint64(size)
+	locked = false
 	a.mu.Unlock()
 	c.creditAllocs(k, 1) // STATS-LEAD: counted at the event, never held
 	c.guardLeft[k] = c.guardInterval() - 1
