@@ -1,6 +1,11 @@
 package impl
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/spec"
+)
 
 // DeadTag is the tag of a retired remote set (nextGen).
 const DeadTag = deadTag
@@ -72,4 +77,11 @@ func CentralLockFree(a *Allocator) bool {
 	}
 	a.mu.Unlock()
 	return true
+}
+
+// Resizing reports whether the large object b starts is marked as being
+// zeroed by an in-place Realloc (superblock.resizing).
+func Resizing(a *Allocator, b []byte) bool {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
+	return a.lookup(off >> spec.SuperblockShift).resizing.Load()
 }

@@ -294,6 +294,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	if !locked {
 		yield(YieldLargeResized)
 		zero(old, dirtySB)
+		yield(YieldLargeZeroed)
 		head.resizing.Store(false)
 	}
 	return unsafe.Slice((*byte)(a.sbAddr(head)), u)[:n], true

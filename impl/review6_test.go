@@ -2,7 +2,10 @@ package impl_test
 
 import (
 	"errors"
+	"runtime/pprof"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -44,5 +47,58 @@ func TestGuardedAllocPanicUnlocks(t *testing.T) {
 	}()
 	if !impl.CentralLockFree(a) {
 		t.Fatal("the panic left the central lock held: every later call hangs")
+	}
+}
+
+// TestResizeInPlaceEndsResizing (INTEGRITY, LIFECYCLE): a Realloc that
+// resizes a large object in place, shrinking or growing, leaves it unmarked
+// (superblock.resizing) when it returns, in plain, debug and guard mode
+// alike (the last two zero under the central lock and never mark it): a
+// mark left behind makes every later free and in-place Realloc of the
+// object wait for good.
+func TestResizeInPlaceEndsResizing(t *testing.T) {
+	for _, opt := range []impl.Options{{}, {Debug: true}, {Guard: impl.GuardOptions{Enabled: true}}} {
+		opt.Reserve = 64 * spec.SuperblockSize
+		a, err := impl.New(opt)
+		must(t, err)
+		c, _ := a.NewCache()
+		b, err := c.Alloc(4 * spec.SuperblockSize)
+		must(t, err)
+		inPlace := 0
+		for _, n := range []int{2*spec.SuperblockSize + 100, 5 * spec.SuperblockSize, 3 * spec.SuperblockSize} {
+			r, err := c.Realloc(b, n)
+			must(t, err)
+			if addrOf(r) == addrOf(b) {
+				inPlace++
+			}
+			if impl.Resizing(a, r) {
+				t.Fatalf("debug %v guard %v: Realloc to %d returned with the object still marked resizing", opt.Debug, opt.Guard.Enabled, n)
+			}
+			b = r
+		}
+		if inPlace == 0 && !opt.Guard.Enabled {
+			t.Errorf("debug %v: no Realloc stayed in place", opt.Debug)
+		}
+		noHang(t, func() { must(t, c.Free(b)) })
+		must(t, c.Close())
+		must(t, a.Close())
+	}
+}
+
+// noHang runs f, failing the test with every goroutine's stack if it has not
+// returned within a minute (a waiter nothing will release).
+func noHang(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		var buf strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&buf, 2)
+		t.Fatalf("hung:\n%s", buf.String())
 	}
 }

@@ -28,6 +28,7 @@ const (
 	YieldLargeFree      = "large.free"      // freeMiss saw a large head, before freeLarge locks
 	YieldLargeTaken     = "large.taken"     // allocLarge took its run out of the pool, before zeroing and publishing it
 	YieldLargeResized   = "large.resized"   // resizeLarge resized the run in place, before zeroing it outside the central lock
+	YieldLargeZeroed    = "large.zeroed"    // resizeLarge zeroed the run resized in place, before frees of it may take effect
 	YieldLockWait       = "lock.wait"       // a lock is busy
 	YieldReallocMoved   = "realloc.moved"   // a moving Realloc allocated its new object, before copying into it
 	YieldRefillAcquire  = "refill.acquire"  // refill drained its stack and found no partial superblock, before acquiring (orphanFull)
