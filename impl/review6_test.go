@@ -102,3 +102,43 @@ func noHang(t *testing.T, f func()) {
 		t.Fatalf("hung:\n%s", buf.String())
 	}
 }
+
+// TestReallocStaleSelfFreesOnce (FREE-DOUBLE, STATS-EXACT): a Realloc of a
+// freed small object whose Alloc hands out that very address (b was not
+// live) refuses it, counted as one double free, and frees its new object
+// once: a second drop (the deferred one after an explicit one) is a double
+// free of the allocator's own, counted against the caller too.
+func TestReallocStaleSelfFreesOnce(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	const size = 1000
+	nobj := spec.ClassObjects(spec.SizeToClass(size))
+	var objs [][]byte
+	for range nobj { // the whole superblock: the next refill finds only what is freed
+		b, err := c.Alloc(size)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	x := objs[3]
+	must(t, c.Free(x))
+	before := a.Stats().DoubleFrees
+	if r, err := c.Realloc(x, size-1); !errors.Is(err, impl.ErrDoubleFree) || r != nil {
+		t.Fatalf("Realloc of a freed object onto its own address: %v, %d bytes", err, len(r))
+	}
+	c.Flush()
+	if got := a.Stats().DoubleFrees - before; got != 1 {
+		t.Fatalf("the refused Realloc counted %d double frees, want 1", got)
+	}
+	for i, b := range objs {
+		if i != 3 {
+			must(t, c.Free(b))
+		}
+	}
+	c.Flush()
+	if s := a.Stats(); s.SmallSuperblocks != 0 {
+		t.Fatalf("every object freed: %d small superblocks left", s.SmallSuperblocks)
+	}
+	must(t, c.Close())
+}

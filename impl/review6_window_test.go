@@ -62,3 +62,79 @@ func TestResizeFreeWaitsOutZeroing(t *testing.T) {
 		must(t, a.Close())
 	}
 }
+
+// twoPauses pauses the first goroutine to reach each of its two points.
+type twoPauses struct{ p, q *pauseOnce }
+
+func (s twoPauses) Yield(point string) { s.p.Yield(point); s.q.Yield(point) }
+func (s twoPauses) Bucket() uint32     { return 0 }
+
+// TestReleaseWhileAnnouncingOnOwnersStack (LIFECYCLE, STATS-EXACT): a remote
+// free that has read the owner (notify.owner) pushes the superblock onto the
+// owner's stack while the owner's release of it, having collected that free,
+// has stamped it but not yet given it up (release.stamped): the notify then
+// still sees the owner and leaves the superblock on its stack, marked
+// notified. The release must forward the stack after releaseLocked, not
+// before (a forward before it misses this push), or its next owner never
+// hears of a remote free into it (TestReleaseWhileAnnouncedOnOwnersStack).
+func TestReleaseWhileAnnouncingOnOwnersStack(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	old, _ := a.NewCache() // goes idle after its Flush
+	neu, _ := a.NewCache()
+	w, _ := a.NewCache()
+	const size = 1000
+	k := spec.SizeToClass(size)
+	nobj := spec.ClassObjects(k)
+	var objs [][]byte
+	for range nobj { // superblock S, old's
+		b, err := old.Alloc(size)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	y, err := old.Alloc(64) // old keeps a live object while idle
+	must(t, err)
+	for _, b := range objs[1:] {
+		must(t, old.Free(b)) // S: one object live
+	}
+	s := twoPauses{newPause(impl.YieldNotifyOwner), newPause(impl.YieldReleaseStamped)}
+	impl.SetScheduler(s)
+	freed := make(chan error, 1)
+	go func() { freed <- w.Free(objs[0]) }() // pending, then paused before its push
+	<-s.p.paused
+	flushed := make(chan struct{})
+	go func() { old.Flush(); close(flushed) }() // collects it, releases S: paused stamped
+	<-s.q.paused
+	close(s.p.resume) // the push lands on old's stack; old still owns S
+	must(t, <-freed)
+	close(s.q.resume)
+	<-flushed
+	impl.SetScheduler(nil)
+	var next [][]byte
+	for range nobj { // S again, neu's
+		b, err := neu.Alloc(size)
+		must(t, err)
+		next = append(next, b)
+	}
+	if addrOf(next[0]) != addrOf(objs[0]) {
+		t.Fatalf("S was not reused (%#x, %#x)", addrOf(objs[0]), addrOf(next[0]))
+	}
+	for _, b := range next {
+		must(t, w.Free(b)) // remote: pending in S
+	}
+	z, err := neu.Alloc(size) // a refill, which orphans S if it sees no free
+	must(t, err)
+	must(t, neu.Free(z))
+	neu.Flush()
+	w.Flush()
+	st := a.Stats()
+	if st.OrphanedSuperblocks != 0 || st.Classes[k].Frees != uint64(2*nobj+1) {
+		t.Fatalf("every object freed, the active caches flushed: %d orphaned superblocks (want 0), %d frees of class %d (want %d)",
+			st.OrphanedSuperblocks, st.Classes[k].Frees, k, 2*nobj+1)
+	}
+	must(t, old.Free(y))
+	for _, c := range []*impl.Cache{old, neu, w} {
+		must(t, c.Close())
+	}
+}
