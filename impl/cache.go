@@ -536,8 +536,11 @@ func (c *Cache) release(sb *superblock) {
 	yield(YieldReleaseLock)
 	c.a.lock()
 	defer c.a.mu.Unlock() // also on a panic (OnError runs here): Close must not hang
+	if mutant.RerouteBeforeRelease {
+		c.a.reroute(c)
+	}
 	c.a.releaseLocked(c, sb)
-	if sb.notified.Load() && !mutant.ReleaseNoReroute {
+	if sb.notified.Load() && !mutant.ReleaseNoReroute && !mutant.RerouteBeforeRelease {
 		// LIFECYCLE: a remote free announced sb on c's stack after c last
 		// drained it, and c collected the free some other way (Flush's walk
 		// of its superblocks, a group's collection). sb leaves c marked

@@ -235,7 +235,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	// and a held central lock would hang every later call, Close too.
 	locked := true
 	defer func() {
-		if locked {
+		if locked && !mutant.GuardedPanicHeld {
 			a.mu.Unlock()
 		}
 	}()

@@ -293,6 +293,9 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	}
 	if !locked {
 		yield(YieldLargeResized)
+		if mutant.ResizeUnmarkEarly {
+			head.resizing.Store(false)
+		}
 		zero(old, dirtySB)
 		yield(YieldLargeZeroed)
 		head.resizing.Store(false)

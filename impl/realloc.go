@@ -84,6 +84,9 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	if p := unsafe.SliceData(b); unsafe.SliceData(nb) == p && !mutant.ReallocStaleSelf {
 		// Alloc handed out b's own address, so b was not live (NO-OVERLAP);
 		// freeing b now would free nb under the caller (FREE-DOUBLE).
+		if mutant.ReallocDropTwice {
+			drop()
+		}
 		k := spec.Large
 		if n <= spec.MaxSmall {
 			k = spec.SizeToClass(n)

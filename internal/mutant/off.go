@@ -120,6 +120,10 @@ const (
 	ExplainPastEnd       = false
 	EvictNotPooled       = false
 	FlushPartialOnly     = false
+	GuardedPanicHeld     = false
+	ResizeUnmarkEarly    = false
+	ReallocDropTwice     = false
+	RerouteBeforeRelease = false
 )
 
 func Drop() bool { return false }

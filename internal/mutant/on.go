@@ -137,6 +137,10 @@ var (
 	ExplainPastEnd       = on("explainpastend")
 	EvictNotPooled       = on("evictnotpooled")
 	FlushPartialOnly     = on("flushpartialonly")
+	GuardedPanicHeld     = on("guardedpanicheld")
+	ResizeUnmarkEarly    = on("resizeunmarkearly")
+	ReallocDropTwice     = on("realloctwicedrop")
+	RerouteBeforeRelease = on("reroutebeforerelease")
 )
 
 var remoteFrees atomic.Uint64
