@@ -3,6 +3,7 @@ package expvarstats_test
 import (
 	"encoding/json"
 	"expvar"
+	"reflect"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
@@ -29,4 +30,26 @@ func TestPublish(t *testing.T) {
 		t.Fatalf("published %+v", v)
 	}
 	a.Free(big)
+}
+
+// TestFromStatsFields (STATS-LEAD, MEM-ACCOUNT): every field is published
+// from its own Stats field, and a class with allocations but no frees yet is
+// listed (its live_upper_bound is the one that matters most). Each value is
+// distinct, so a field read from its neighbour shows.
+func TestFromStatsFields(t *testing.T) {
+	var s impl.Stats
+	s.Classes = []impl.ClassStats{{Class: 1, Size: 16, Allocs: 5}, {Class: 2, Size: 32}, {Class: 3, Size: 48, Allocs: 9, Frees: 4}}
+	s.Large.Allocs, s.Large.Frees, s.Large.LiveObjects, s.Large.LiveBytes = 11, 12, 13, 14
+	s.DoubleFrees, s.InvalidFrees, s.WriteAfterFrees, s.SuperblockCacheMisses = 21, 22, 23, 24
+	s.Reserved, s.Committed, s.InUse = 31, 32, 33
+	v := expvarstats.FromStats(s)
+	want := expvarstats.Vars{
+		Classes:     []expvarstats.Class{{Class: 1, Size: 16, Allocs: 5, LiveUpperBound: 5}, {Class: 3, Size: 48, Allocs: 9, Frees: 4, LiveUpperBound: 5}},
+		LargeAllocs: 11, LargeFrees: 12, LargeLiveObjects: 13, LargeLiveBytes: 14,
+		DoubleFrees: 21, InvalidFrees: 22, WriteAfterFrees: 23, SuperblockCacheMisses: 24,
+		ReservedBytes: 31, CommittedBytes: 32, InUseBytes: 33,
+	}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("FromStats = %+v\nwant %+v", v, want)
+	}
 }
