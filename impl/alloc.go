@@ -533,7 +533,7 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 			}
 			if rs.w[g].CompareAndSwap(w, uint64(stamp)<<32) {
 				for p := uint32(w); p != 0; p &= p - 1 {
-					a.lateDouble(c, sb, int(k), g*32+bits.TrailingZeros32(p))
+					a.lateDouble(c, sb, int(k), g*32*int(1-b2i(mutant.StampGroupIndex))+bits.TrailingZeros32(p))
 				}
 				break
 			}
@@ -810,6 +810,9 @@ func (a *Allocator) unlinkOrphan(sb *superblock) {
 func (a *Allocator) adoptOrphan(c *Cache, k int) *superblock {
 	for sb := a.orphans[k]; sb != nil; sb = sb.next {
 		if sb.nfree == 0 {
+			if mutant.AdoptOrphanBreak {
+				break
+			}
 			continue
 		}
 		a.unlinkOrphan(sb)

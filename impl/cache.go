@@ -265,7 +265,7 @@ func (c *Cache) allocOther(n, align int, reserve bool) ([]byte, error) {
 		// OOM-REAL: as a small refill does, give back what this cache holds
 		// and release its empty superblocks, then look again.
 		c.flush()
-		b, err = c.a.allocLarge(n, reserve)
+		b, err = c.a.allocLarge(n, reserve && !mutant.LargeOOMUnreserved)
 	}
 	return b, err
 }

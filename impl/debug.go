@@ -165,7 +165,7 @@ func (a *Allocator) verifyReleased(c *Cache, sb *superblock) {
 	size := spec.ClassSize(k)
 	base := a.sbAddr(sb)
 	for idx := range min(int(sb.zeroedFrom)-int(b2i(mutant.VerifyReleasedShort)), spec.ClassObjects(k)) {
-		a.verifyPoison(c, unsafe.Slice((*byte)(unsafe.Add(base, idx*size)), size), k, sb.sites[idx])
+		a.verifyPoison(c, unsafe.Slice((*byte)(unsafe.Add(base, idx*size)), size), k, sb.sites[idx*int(1-b2i(mutant.ReleaseSiteFirst))])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -33,7 +34,7 @@ func (e *FreeError) Error() string {
 	switch {
 	case e.Class == spec.Large:
 		return fmt.Sprintf("%v: %#x (large object) [%s]", e.Err, e.Addr, e.Rule)
-	case e.Class >= 0:
+	case e.Class >= int(b2i(mutant.FreeErrClassOne)):
 		return fmt.Sprintf("%v: %#x (class %d, %d bytes) [%s]", e.Err, e.Addr, e.Class, spec.ClassSize(e.Class), e.Rule)
 	}
 	return fmt.Sprintf("%v: %#x [%s]", e.Err, e.Addr, e.Rule)

@@ -140,7 +140,7 @@ func (a *Allocator) initGuard(opt GuardOptions, reserve int) error {
 	switch {
 	case opt.SampleRate > maxSampleRate-int(b2i(mutant.SampleRateBound)):
 		return fmt.Errorf("refalloc: Options.Guard.SampleRate %d is above %d", opt.SampleRate, maxSampleRate)
-	case opt.QuarantineBytes < 0 || opt.QuarantineBytes > spec.MaxAlloc:
+	case opt.QuarantineBytes < 0 || opt.QuarantineBytes > spec.MaxAlloc-int(b2i(mutant.QuarantineMaxExcl)):
 		return fmt.Errorf("refalloc: Options.Guard.QuarantineBytes %d out of range [0, %d]", opt.QuarantineBytes, spec.MaxAlloc)
 	case opt.QuarantineObjects < 0:
 		return fmt.Errorf("refalloc: Options.Guard.QuarantineObjects %d is negative", opt.QuarantineObjects)
@@ -473,10 +473,14 @@ func (a *Allocator) poisoned(n uintptr, usable int) uintptr {
 // that does not (WriteAfterFreeError, counted in Stats.WriteAfterFrees).
 func (a *Allocator) verifyQuarantined(p unsafe.Pointer, n uintptr, e quarantined) {
 	if off := notPoison(unsafe.Slice((*byte)(p), n)); off >= 0 {
+		size := e.usable
+		if mutant.GuardHeapSize {
+			size = int(n)
+		}
 		a.retiredWAF()
 		if a.opt.OnError != nil {
 			a.opt.OnError(&WriteAfterFreeError{
-				Addr: uintptr(p), Offset: off, Size: e.usable, Class: e.class, Site: a.sites.format(e.alloc),
+				Addr: uintptr(p), Offset: off, Size: size, Class: e.class, Site: a.sites.format(e.alloc),
 			})
 		}
 	}
@@ -604,7 +608,7 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 func (a *Allocator) CatchFaults(report func(*UseAfterFreeError)) func() {
 	old := debug.SetPanicOnFault(true)
 	return func() {
-		debug.SetPanicOnFault(old)
+		debug.SetPanicOnFault(old != mutant.CatchFaultsFlip)
 		r := recover()
 		if r == nil {
 			return

@@ -103,10 +103,7 @@ func TestRefillAdoptsPastFullOrphan(t *testing.T) {
 // reports the next one too.
 func TestLargeWriteAfterFreeReportedOnce(t *testing.T) {
 	var reports []error
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: true,
-		OnError: func(err error) { reports = append(reports, err) }})
-	must(t, err)
-	defer a.Close()
+	a := newDebugReporting(t, &reports)
 	c, _ := a.NewCache()
 	defer c.Close()
 	const size = 3 * spec.SuperblockSize

@@ -41,6 +41,17 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// newDebugReporting returns a debug-mode Allocator of 16 superblocks whose
+// OnError reports are appended to *reports; it is closed when t ends.
+func newDebugReporting(t *testing.T, reports *[]error) *impl.Allocator {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: true,
+		OnError: func(err error) { *reports = append(*reports, err) }})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // lastAlloc returns the address of the object the harness allocated last.

@@ -362,6 +362,9 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
 					})
 				}
 				a.retiredWAF()
+				if mutant.LargeWAFEach {
+					break
+				}
 				return
 			}
 		}

@@ -145,10 +145,7 @@ func TestDebugReleaseVerifiesLastObject(t *testing.T) {
 	k := spec.SizeToClass(size)
 	n := spec.ClassObjects(k)
 	var reports []error
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: true,
-		OnError: func(err error) { reports = append(reports, err) }})
-	must(t, err)
-	defer a.Close()
+	a := newDebugReporting(t, &reports)
 	c, _ := a.NewCache()
 	var objs [][]byte
 	for range n {

@@ -5,6 +5,7 @@ package impl
 import (
 	"sort"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -188,7 +189,7 @@ func (a *Allocator) Snapshot() *Snapshot { return a.snapshot() }
 func (a *Allocator) snapshot() *Snapshot {
 	s := &Snapshot{
 		Base: a.base, Size: a.size, SuperblockSize: spec.SuperblockSize,
-		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << spec.SuperblockShift,
+		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << (spec.SuperblockShift * (1 - b2i(mutant.SnapRetainCount))),
 		Decay: a.decay, Now: a.now(),
 	}
 	caches := a.openCaches()

@@ -162,7 +162,11 @@ func (s Stats) String() string {
 		}
 		fmt.Fprintf(&b, "%5d %7d %7d %14d %14d %12d\n", c.Class, c.Size, c.SlabObjects, c.Allocs, c.Frees, c.Allocs-c.Frees)
 	}
-	fmt.Fprintf(&b, "large: %d allocs, %d frees, %d live (%d bytes)\n", s.Large.Allocs, s.Large.Frees, s.Large.LiveObjects, s.Large.LiveBytes)
+	la, lf := s.Large.Allocs, s.Large.Frees
+	if mutant.StatsSwapped {
+		la, lf = lf, la
+	}
+	fmt.Fprintf(&b, "large: %d allocs, %d frees, %d live (%d bytes)\n", la, lf, s.Large.LiveObjects, s.Large.LiveBytes)
 	fmt.Fprintf(&b, "bad frees: %d double, %d invalid; writes after free: %d\n", s.DoubleFrees, s.InvalidFrees, s.WriteAfterFrees)
 	fmt.Fprintf(&b, "memory: %d reserved, %d committed, %d in use; superblocks: %d small (%d orphaned), %d large\n",
 		s.Reserved, s.Committed, s.InUse, s.SmallSuperblocks, s.OrphanedSuperblocks, s.LargeSuperblocks)

@@ -124,6 +124,17 @@ const (
 	ResizeUnmarkEarly    = false
 	ReallocDropTwice     = false
 	RerouteBeforeRelease = false
+	StatsSwapped         = false
+	QuarantineMaxExcl    = false
+	CatchFaultsFlip      = false
+	SnapRetainCount      = false
+	ReleaseSiteFirst     = false
+	GuardHeapSize        = false
+	LargeOOMUnreserved   = false
+	AdoptOrphanBreak     = false
+	LargeWAFEach         = false
+	FreeErrClassOne      = false
+	StampGroupIndex      = false
 )
 
 func Drop() bool { return false }

@@ -141,6 +141,17 @@ var (
 	ResizeUnmarkEarly    = on("resizeunmarkearly")
 	ReallocDropTwice     = on("realloctwicedrop")
 	RerouteBeforeRelease = on("reroutebeforerelease")
+	StatsSwapped         = on("statsswapped")
+	QuarantineMaxExcl    = on("quarantinemaxexcl")
+	CatchFaultsFlip      = on("catchfaultsflip")
+	SnapRetainCount      = on("snapretaincount")
+	ReleaseSiteFirst     = on("releasesitefirst")
+	GuardHeapSize        = on("guardheapsize")
+	LargeOOMUnreserved   = on("largeoomunreserved")
+	AdoptOrphanBreak     = on("adoptorphanbreak")
+	LargeWAFEach         = on("largewafeach")
+	FreeErrClassOne      = on("freeerrclassone")
+	StampGroupIndex      = on("stampgroupindex")
 )
 
 var remoteFrees atomic.Uint64
