@@ -85,7 +85,9 @@ func CheckLeaks(t TestingT, a *Allocator) {
 	for i, l := range leaks {
 		if i == 10 {
 			fmt.Fprintf(&b, "... and %d more\n", len(leaks)-i)
-			break
+			if !mutant.LeaksNoBreak {
+				break
+			}
 		}
 		fmt.Fprintf(&b, "%s\n", l)
 	}

@@ -29,6 +29,8 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 		return c.freeMiss(off)
 	case c.closed || c.a.closed.Load() && !mutant.RemoteSkipsClosed:
 		return ErrClosed // Allocator.Close marked every word pending
+	case why == remoteNotSlot && mutant.NotSlotNoClass:
+		return c.reject(errInvalid(c.a.base+off, -1))
 	case why == remoteNotSlot:
 		return c.reject(errInvalid(c.a.base+off, int(e.class)))
 	}
@@ -165,7 +167,7 @@ func (c *Cache) drainNotify() {
 		// Reset before collecting: a bit set after the collection below will find
 		// notified false and push sb again.
 		sb.notified.Store(false)
-		if sb.owner.Load() == c {
+		if sb.owner.Load() == c || mutant.DrainForeign && sb.owner.Load() != nil {
 			c.collect(sb)
 		} else if !mutant.DropForward {
 			c.a.forward(sb)
@@ -208,7 +210,11 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 		return 0
 	}
 	yield(YieldCollectSwap)
-	old = w.Swap(old &^ (1<<32 - 1)) // the tag cannot change while we own sb
+	if mutant.CollectLoadStore {
+		w.Store(old &^ (1<<32 - 1))
+	} else {
+		old = w.Swap(old &^ (1<<32 - 1)) // the tag cannot change while we own sb
+	}
 	bad := sb.free[g]
 	if held != nil && held.sb == sb && held.group == int32(g) {
 		bad |= held.bits

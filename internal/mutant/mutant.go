@@ -154,4 +154,10 @@ var All = []Mutant{
 	{"largewafeach", "DEBUG-POISON", "Options.Debug", "a large write after free is reported once per written superblock, not once per object"},
 	{"freeerrclassone", "FREE-DOUBLE", "Cache.Free", "a FreeError of class 0 prints no class"},
 	{"stampgroupindex", "FREE-DOUBLE", "Cache.Free", "a late double free found by the release's stamping is reported at the bit's index within its group, not within the superblock"},
+	{"flushnoorphans", "STATS-EXACT", "Cache.Flush", "Flush does not drain the orphans' stack: a remote free that landed in an orphan stays pending and unpublished after every cache has flushed"},
+	{"drainforeign", "FREE-DOUBLE", "Cache.Alloc", "a drain collects a superblock on its cache's stack that another cache has adopted, against its own held group: a remote double free of an object the adopter holds becomes a free object, handed out twice"},
+	{"collectloadstore", "CONSERVE", "Cache.Flush", "a collection clears a word's pending bits by storing the value it read, not by a swap: a remote free landing in between is lost"},
+	{"pendinggroupzero", "CONSERVE", "Cache.Free", "remoteSet.pending looks at group 0 only: a superblock forwarded with remote frees pending in later groups alone is not announced again"},
+	{"leaksnobreak", "EMPTY", "CheckLeaks", "CheckLeaks goes on listing every leak after its \"... and N more\" line"},
+	{"notslotnoclass", "FREE-INVALID", "Cache.Free", "a remote free of an address that is not a slot start reports class -1, not its superblock's class"},
 }

@@ -135,6 +135,12 @@ const (
 	LargeWAFEach         = false
 	FreeErrClassOne      = false
 	StampGroupIndex      = false
+	FlushNoOrphans       = false
+	DrainForeign         = false
+	CollectLoadStore     = false
+	PendingGroupZero     = false
+	LeaksNoBreak         = false
+	NotSlotNoClass       = false
 )
 
 func Drop() bool { return false }

@@ -152,6 +152,12 @@ var (
 	LargeWAFEach         = on("largewafeach")
 	FreeErrClassOne      = on("freeerrclassone")
 	StampGroupIndex      = on("stampgroupindex")
+	FlushNoOrphans       = on("flushnoorphans")
+	DrainForeign         = on("drainforeign")
+	CollectLoadStore     = on("collectloadstore")
+	PendingGroupZero     = on("pendinggroupzero")
+	LeaksNoBreak         = on("leaksnobreak")
+	NotSlotNoClass       = on("notslotnoclass")
 )
 
 var remoteFrees atomic.Uint64
