@@ -276,7 +276,7 @@ func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 
 // Free frees an object of any cache of a, safe for concurrent use.
 func (a *Allocator) Free(b []byte) error {
-	if cap(b) == 0 {
+	if cap(b) == 0 || mutant.FreeLenNotCap && len(b) == 0 {
 		return nil
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
@@ -292,7 +292,7 @@ func (a *Allocator) Free(b []byte) error {
 		if e.key != i<<1|1 && e.key != i<<1 {
 			c.fillPinned(off) // fills e, or leaves it to freeSlow
 		}
-		if e.key == i<<1|1 {
+		if e.key == i<<1|1 || mutant.FreeKeyBit && e.key&1 != 0 {
 			if checks {
 				if msg := c.hitMismatch(e); msg != "" {
 					unpinP(p)

@@ -5,7 +5,11 @@
 
 package impl
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/refalloc/refalloc/internal/mutant"
+)
 
 // shardsPerP: the shards are the whole front.
 const shardsPerP = 2
@@ -38,7 +42,7 @@ func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 
 // Free frees an object of any cache of a, safe for concurrent use.
 func (a *Allocator) Free(b []byte) error {
-	if cap(b) == 0 {
+	if cap(b) == 0 || mutant.FreeLenNotCap && len(b) == 0 {
 		return nil
 	}
 	return a.freeSlow(0, nil, uintptr(unsafe.Pointer(unsafe.SliceData(b)))-a.base)

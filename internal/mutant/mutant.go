@@ -160,4 +160,7 @@ var All = []Mutant{
 	{"pendinggroupzero", "CONSERVE", "Cache.Free", "remoteSet.pending looks at group 0 only: a superblock forwarded with remote frees pending in later groups alone is not announced again"},
 	{"leaksnobreak", "EMPTY", "CheckLeaks", "CheckLeaks goes on listing every leak after its \"... and N more\" line"},
 	{"notslotnoclass", "FREE-INVALID", "Cache.Free", "a remote free of an address that is not a slot start reports class -1, not its superblock's class"},
+	{"freelennotcap", "STATS-EXACT", "Allocator.Free", "Allocator.Free takes a slice of length 0 for nothing to free, not only one of capacity 0: an object freed as b[:0] leaks"},
+	{"freekeybit", "NO-OVERLAP", "Allocator.Free", "the free fast path takes any entry with the \"mine\" bit for a hit, whatever superblock it names: a large object's free, whose entry fill is declined, frees object 0 of the small superblock in the same way"},
+	{"snapnotoken", "FRONT-EXCLUSIVE", "Allocator.Snapshot", "Snapshot shows every front cache's token free: a token left held is invisible to the checker"},
 }

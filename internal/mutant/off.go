@@ -141,6 +141,9 @@ const (
 	PendingGroupZero     = false
 	LeaksNoBreak         = false
 	NotSlotNoClass       = false
+	FreeLenNotCap        = false
+	FreeKeyBit           = false
+	SnapNoToken          = false
 )
 
 func Drop() bool { return false }

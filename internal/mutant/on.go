@@ -158,6 +158,9 @@ var (
 	PendingGroupZero     = on("pendinggroupzero")
 	LeaksNoBreak         = on("leaksnobreak")
 	NotSlotNoClass       = on("notslotnoclass")
+	FreeLenNotCap        = on("freelennotcap")
+	FreeKeyBit           = on("freekeybit")
+	SnapNoToken          = on("snapnotoken")
 )
 
 var remoteFrees atomic.Uint64
