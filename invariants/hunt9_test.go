@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
@@ -483,4 +484,49 @@ func TestGuardNamesEachBreak(t *testing.T) {
 	s = clean(t, g)
 	s.Superblocks = append(s.Superblocks, impl.SuperblockState{Index: int(s.Size)/s.SuperblockSize - 1, State: impl.SBQuarantine, Class: -1, Owner: -1})
 	fires(t, spec.RuleGuardFault, "guard mode is off", invariants.Check(s, g.M))
+}
+
+// TestHarnessChecksWholeCapacity (ZEROED, INTEGRITY): the harness checks an
+// object over its whole capacity, not its length: a stray write into the tail
+// of a slot not yet handed out (fresh memory, which Alloc does not zero
+// again) makes the next Alloc of it return a dirty byte past len; a write into
+// a live object's tail is found when it is freed. Slips: the ZEROED test, or
+// the INTEGRITY test, ranges over len(b) only.
+func TestHarnessChecksWholeCapacity(t *testing.T) {
+	h, id := setup(t)
+	must(t, h.Alloc(id, 100, 1))
+	x := h.Object(h.LastAddr)
+	size := cap(x)
+	if size <= 100 {
+		t.Fatalf("cap %d", size)
+	}
+	unsafe.Slice(unsafe.SliceData(x), 2*size)[2*size-1] = 7 // the next slot's last byte
+	if err := h.Alloc(id, 100, 1); err == nil || !strings.Contains(err.Error(), spec.RuleZeroed) {
+		t.Errorf("the next slot, with a dirty byte past len, handed out: %v", err)
+	}
+
+	g, c := setup(t)
+	must(t, g.Alloc(c, 100, 1))
+	b := g.Object(g.LastAddr)
+	b[:cap(b)][cap(b)-1] ^= 0xff
+	if err := g.Free(c, g.LastAddr); err == nil || !strings.Contains(err.Error(), spec.RuleIntegrity) {
+		t.Errorf("a live object's tail overwritten, then freed: %v", err)
+	}
+}
+
+// TestHarnessCountsUntrackedMisses (STATS-EXACT): Check compares the
+// superblock-cache misses counted with those the harness's frees made, both
+// ways: a free the harness did not make (here a remote free straight on the
+// cache) counts a miss the harness cannot account for. Slip: only fewer
+// misses than made are reported.
+func TestHarnessCountsUntrackedMisses(t *testing.T) {
+	h, c := setup(t)
+	d, err := h.NewCache()
+	must(t, err)
+	must(t, h.Alloc(c, 64, 1))
+	must(t, h.Check())
+	must(t, h.Cache(d).Free(h.Object(h.LastAddr))) // untracked: d has no entry, a miss
+	if err := h.Check(); err == nil || !strings.Contains(err.Error(), "superblock-cache misses counted") {
+		t.Fatalf("an untracked miss: %v", err)
+	}
 }
