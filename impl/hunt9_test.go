@@ -1,6 +1,7 @@
 package impl_test
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 	"testing"
@@ -104,5 +105,56 @@ func TestFrontFreeDeclinedFillIsNoHit(t *testing.T) {
 	}
 	if err := a.Free(x); err != nil {
 		t.Fatalf("x, live, refused: %v", err)
+	}
+}
+
+// TestStaleEntryAfterWrapSameLayout (CACHE-COHERENT, FREE-DOUBLE): an entry is
+// current only for the remote set it was filled from. After the generation
+// wraps (the set retired, a new one made) and comes back to the entry's, in a
+// layout of the same class, so that the new set has as many words as the old,
+// a remote free through the entry fails its CAS on the retired words; the
+// entry is not current, so the free is judged by the header and succeeds.
+// Slip: current() compares the sets' lengths, not their identity: the stale
+// entry decides, and a live object's free is refused as a double free.
+func TestStaleEntryAfterWrapSameLayout(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	first := allocN(t, c, 64)
+	x := allocN(t, c, 64)
+	i := sbOf(a, x)
+	entryGen := genOf(t, a, i)
+	must(t, d.Free(first))
+	must(t, d.Free(x)) // d has a "not mine" entry: class 64, this generation
+	c.Flush()          // collected, empty, released
+	must(t, impl.FastForward(a, i, impl.DeadTag-1))
+	for n := 0; genOf(t, a, i) != entryGen; n++ { // real periods across the wrap
+		y := allocN(t, c, 64)
+		if sbOf(a, y) != i || n == 3 {
+			t.Fatalf("period %d after the fast-forward: superblock %d, generation %d", n, sbOf(a, y), genOf(t, a, i))
+		}
+		must(t, c.Free(y))
+		c.Flush()
+	}
+	var ys [][]byte
+	for range 10 {
+		ys = append(ys, allocN(t, c, 64)) // class 64 again, at d's entry's generation
+	}
+	if sbOf(a, ys[0]) != i || genOf(t, a, i) != entryGen {
+		t.Fatalf("the superblock was not reused at generation %d", entryGen)
+	}
+	if err := d.Free(ys[3]); err != nil {
+		t.Fatalf("a remote free of a live object through an entry of the retired set: %v", err)
+	}
+	c.Flush()
+	if err := c.Free(ys[3]); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("d's free did not free the object (the owner's Free: %v)", err)
+	}
+	for j, y := range ys {
+		if err := c.Free(y); j != 3 && err != nil {
+			t.Fatalf("object %d was live, Free: %v", j, err)
+		}
 	}
 }
