@@ -74,7 +74,7 @@ func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, rs *remoteSet, 
 func (e *sbEntry) current() bool {
 	gen, _, _ := unpackMeta(e.sb.meta.Load())
 	rs := e.sb.remote.Load()
-	return gen == e.gen && len(rs.w) > 0 && len(e.rw) > 0 && &rs.w[0] == &e.rw[0]
+	return gen == e.gen && len(rs.w) > 0 && len(e.rw) > 0 && (&rs.w[0] == &e.rw[0] || mutant.CurrentByLen && len(rs.w) == len(e.rw))
 }
 
 // invalidate drops c's entry for sb, if it has one.

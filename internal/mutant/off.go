@@ -144,6 +144,7 @@ const (
 	FreeLenNotCap        = false
 	FreeKeyBit           = false
 	SnapNoToken          = false
+	CurrentByLen         = false
 )
 
 func Drop() bool { return false }

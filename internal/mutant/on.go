@@ -161,6 +161,7 @@ var (
 	FreeLenNotCap        = on("freelennotcap")
 	FreeKeyBit           = on("freekeybit")
 	SnapNoToken          = on("snapnotoken")
+	CurrentByLen         = on("currentbylen")
 )
 
 var remoteFrees atomic.Uint64
