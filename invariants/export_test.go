@@ -14,3 +14,11 @@ const (
 // and after every Alloc's, without Shared's mutex: a test holds a call in
 // flight there.
 func (s *Shared) SetHook(h func(at hookPoint, x uintptr)) { s.hook = h }
+
+// CheckMiss, CheckTrimmed and ContainsCount are the harness's own checks, for
+// tests that feed them a broken snapshot or error.
+var (
+	CheckMiss     = checkMiss
+	CheckTrimmed  = checkTrimmed
+	ContainsCount = containsCount
+)

@@ -583,25 +583,31 @@ func (h *Harness) Trim() error {
 		return violation(spec.RuleRefines, "Trim: %v", err)
 	}
 	if err == nil {
-		s := h.A.Snapshot()
-		vs := flushed(s, frontIDs(s))
-		var quarantined uint64 // GUARD-FAULT: poisoned, not decommitted, where memory cannot be protected
-		for _, st := range s.Superblocks {
-			if st.Dirty && st.State == impl.SBPool {
-				vs = append(vs, violation(spec.RuleMemAccount, "after Trim pooled superblock %d is still committed", st.Index))
-			}
-			if st.Dirty && st.State == impl.SBQuarantine {
-				quarantined += uint64(s.SuperblockSize)
-			}
-		}
-		if s.Stats.Committed != s.Stats.InUse+quarantined {
-			vs = append(vs, violation(spec.RuleMemAccount, "after Trim Committed is %d, InUse %d, %d bytes quarantined committed", s.Stats.Committed, s.Stats.InUse, quarantined))
-		}
-		if len(vs) > 0 {
+		if vs := checkTrimmed(h.A.Snapshot()); len(vs) > 0 {
 			return join(vs)
 		}
 	}
 	return h.step(nil)
+}
+
+// checkTrimmed checks a snapshot taken just after a successful Trim
+// (MEM-ACCOUNT): the caches flushed, no pooled superblock committed, and
+// Committed is InUse plus what guard mode keeps committed in quarantine.
+func checkTrimmed(s *impl.Snapshot) []*Violation {
+	vs := flushed(s, frontIDs(s))
+	var quarantined uint64 // GUARD-FAULT: poisoned, not decommitted, where memory cannot be protected
+	for _, st := range s.Superblocks {
+		if st.Dirty && st.State == impl.SBPool {
+			vs = append(vs, violation(spec.RuleMemAccount, "after Trim pooled superblock %d is still committed", st.Index))
+		}
+		if st.Dirty && st.State == impl.SBQuarantine {
+			quarantined += uint64(s.SuperblockSize)
+		}
+	}
+	if s.Stats.Committed != s.Stats.InUse+quarantined {
+		vs = append(vs, violation(spec.RuleMemAccount, "after Trim Committed is %d, InUse %d, %d bytes quarantined committed", s.Stats.Committed, s.Stats.InUse, quarantined))
+	}
+	return vs
 }
 
 // CloseCache closes cache id.
