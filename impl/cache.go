@@ -713,7 +713,11 @@ func (c *Cache) take(k int, rs *remoteSet, g int32) {
 		cc.rw = alwaysPending
 	}
 	cc.needzero = g*32 < sb.zeroedFrom
-	sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
+	if mutant.ZeroedFromLower {
+		sb.zeroedFrom = min((g+1)*32, sb.objects())
+	} else {
+		sb.zeroedFrom = max(sb.zeroedFrom, min((g+1)*32, sb.objects()))
+	}
 	credit := n // STATS-LEAD: the transfer, never the capacity
 	if mutant.CapacityCredit {
 		credit = min(32, sb.objects()-g*32)

@@ -164,4 +164,5 @@ var All = []Mutant{
 	{"freekeybit", "NO-OVERLAP", "Allocator.Free", "the free fast path takes any entry with the \"mine\" bit for a hit, whatever superblock it names: a large object's free, whose entry fill is declined, frees object 0 of the small superblock in the same way"},
 	{"snapnotoken", "FRONT-EXCLUSIVE", "Allocator.Snapshot", "Snapshot shows every front cache's token free: a token left held is invisible to the checker"},
 	{"currentbylen", "CACHE-COHERENT", "Cache.Free", "an entry counts as current when its remote set has as many words as the superblock's, not when it is that set: after a generation wrap back to its value, in the same class, the stale entry refuses a live object's remote free as a double free"},
+	{"zeroedfromlower", "ZEROED", "Cache.Alloc", "take sets zeroedFrom to the end of the group it takes, not the max with what it was: after a lower group is taken again, a dirtied higher group counts as never handed out and is not zeroed"},
 }

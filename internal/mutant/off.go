@@ -145,6 +145,7 @@ const (
 	FreeKeyBit           = false
 	SnapNoToken          = false
 	CurrentByLen         = false
+	ZeroedFromLower      = false
 )
 
 func Drop() bool { return false }

@@ -162,6 +162,7 @@ var (
 	FreeKeyBit           = on("freekeybit")
 	SnapNoToken          = on("snapnotoken")
 	CurrentByLen         = on("currentbylen")
+	ZeroedFromLower      = on("zeroedfromlower")
 )
 
 var remoteFrees atomic.Uint64
