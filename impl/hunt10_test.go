@@ -2,6 +2,7 @@ package impl_test
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -42,5 +43,47 @@ func TestZeroedAfterLowerGroupRetaken(t *testing.T) {
 				t.Fatalf("allocation %d after the frees: byte %d is %#x, want 0", i, j, x)
 			}
 		}
+	}
+}
+
+// TestPendingOnLaterHeldObject (FREE-DOUBLE): a remote free pending on an
+// object of the held group other than its lowest does not stop the fast path
+// handing out the lowest. Cache A takes object 0 of a fresh superblock of the
+// 64-byte class and holds objects 1 to 31; cache B frees object 2 (never
+// handed out: a double free that only the owner can find). A's next two
+// allocations are objects 1 and then, after collecting the stale free,
+// object 2 itself, and the double free is counted once. Slip: next() refuses
+// the group when any held object has a free pending, not only the lowest, and
+// allocSlow, which tests the lowest, sends it straight back: no end.
+func TestPendingOnLaterHeldObject(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	ca, err := a.NewCache()
+	must(t, err)
+	cb, err := a.NewCache()
+	must(t, err)
+	x, err := ca.Alloc(64)
+	must(t, err)
+	base := addrOf(x)
+	stale := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(x)), 2*64)), 64)
+	must(t, cb.Free(stale)) // remote: accepted, found later
+	y, err := ca.Alloc(64)
+	must(t, err)
+	if addrOf(y) != base+64 {
+		t.Fatalf("second allocation at %#x, want object 1 at %#x", addrOf(y), base+64)
+	}
+	z, err := ca.Alloc(64)
+	must(t, err)
+	if addrOf(z) != base+2*64 {
+		t.Fatalf("third allocation at %#x, want object 2 at %#x", addrOf(z), base+2*64)
+	}
+	for _, b := range [][]byte{x, y, z} {
+		must(t, ca.Free(b))
+	}
+	ca.Flush()
+	cb.Flush()
+	if d := a.Stats().DoubleFrees; d != 1 {
+		t.Fatalf("DoubleFrees %d after the flushes, want 1", d)
 	}
 }

@@ -146,6 +146,7 @@ const (
 	SnapNoToken          = false
 	CurrentByLen         = false
 	ZeroedFromLower      = false
+	PendingAnyHeld       = false
 )
 
 func Drop() bool { return false }

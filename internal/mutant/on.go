@@ -163,6 +163,7 @@ var (
 	SnapNoToken          = on("snapnotoken")
 	CurrentByLen         = on("currentbylen")
 	ZeroedFromLower      = on("zeroedfromlower")
+	PendingAnyHeld       = on("pendinganyheld")
 )
 
 var remoteFrees atomic.Uint64
