@@ -692,10 +692,17 @@ func (c *Cache) take(k int, rs *remoteSet, g int32) {
 	ng := int32(sb.groups())
 	b := sb.free[g]
 	fresh := g*32 >= sb.zeroedFrom
+	var n0 int32
+	if mutant.GuardCutCredit {
+		n0 = popcount(b)
+	}
 	if c.a.guard.sampled {
 		b = c.guardLimit(k, b)
 	}
 	n := popcount(b)
+	if mutant.GuardCutCredit {
+		n = n0
+	}
 	sb.free[g] &^= b
 	if rest := sb.free[g]; rest != 0 && fresh && c.a.debug {
 		// The group is counted as maybe dirty from now on (zeroedFrom):

@@ -147,6 +147,7 @@ const (
 	CurrentByLen         = false
 	ZeroedFromLower      = false
 	PendingAnyHeld       = false
+	GuardCutCredit       = false
 )
 
 func Drop() bool { return false }

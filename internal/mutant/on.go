@@ -164,6 +164,7 @@ var (
 	CurrentByLen         = on("currentbylen")
 	ZeroedFromLower      = on("zeroedfromlower")
 	PendingAnyHeld       = on("pendinganyheld")
+	GuardCutCredit       = on("guardcutcredit")
 )
 
 var remoteFrees atomic.Uint64
