@@ -179,11 +179,7 @@ func (c *Cache) allocClass(n, k int) ([]byte, error) {
 // never hand out an object with a remote free pending on it).
 func (cc *classCache) next() uint32 {
 	b := cc.bits
-	low := b & -b
-	if mutant.PendingAnyHeld {
-		low = b
-	}
-	if b == 0 || cc.rw.Load()&uint64(low) != 0 && !mutant.PendingNotChecked {
+	if b == 0 || cc.rw.Load()&uint64(b&-b) != 0 && !mutant.PendingNotChecked {
 		return 0
 	}
 	return b

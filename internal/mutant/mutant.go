@@ -165,6 +165,5 @@ var All = []Mutant{
 	{"snapnotoken", "FRONT-EXCLUSIVE", "Allocator.Snapshot", "Snapshot shows every front cache's token free: a token left held is invisible to the checker"},
 	{"currentbylen", "CACHE-COHERENT", "Cache.Free", "an entry counts as current when its remote set has as many words as the superblock's, not when it is that set: after a generation wrap back to its value, in the same class, the stale entry refuses a live object's remote free as a double free"},
 	{"zeroedfromlower", "ZEROED", "Cache.Alloc", "take sets zeroedFrom to the end of the group it takes, not the max with what it was: after a lower group is taken again, a dirtied higher group counts as never handed out and is not zeroed"},
-	{"pendinganyheld", "FREE-DOUBLE", "Cache.Alloc", "the fast path refuses the held group when a remote free is pending on any of its objects, not only the lowest: allocSlow, which tests the lowest, sends it back, without end"},
 	{"guardcutcredit", "STATS-LEAD", "Cache.Alloc", "take counts the group's free objects before guard sampling cuts the group short: the refill credits, and takes from nfree, objects it left in the superblock"},
 }

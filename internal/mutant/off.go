@@ -146,7 +146,6 @@ const (
 	SnapNoToken          = false
 	CurrentByLen         = false
 	ZeroedFromLower      = false
-	PendingAnyHeld       = false
 	GuardCutCredit       = false
 )
 

@@ -163,7 +163,6 @@ var (
 	SnapNoToken          = on("snapnotoken")
 	CurrentByLen         = on("currentbylen")
 	ZeroedFromLower      = on("zeroedfromlower")
-	PendingAnyHeld       = on("pendinganyheld")
 	GuardCutCredit       = on("guardcutcredit")
 )
 
