@@ -22,12 +22,7 @@ func TestAdoptionByRejectedFreeIsOwnerFreed(t *testing.T) {
 	const size = 1024
 	k := spec.SizeToClass(size)
 	x, _ := a.NewCache()
-	var objs [][]byte
-	for range spec.ClassObjects(k) { // exactly one superblock, full
-		b, err := x.Alloc(size)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	objs := allocObjects(t, x, size, spec.ClassObjects(k)) // exactly one superblock, full
 	must(t, x.Close())
 	if s := a.Stats(); s.OrphanedSuperblocks != 1 {
 		t.Fatalf("%d orphans after the owner of one full superblock closed, want 1", s.OrphanedSuperblocks)

@@ -109,15 +109,7 @@ func TestFreshGroupsInAddressOrder(t *testing.T) {
 // the new owner acquires the next one.
 func TestOwnerFreedClearedOnAcquire(t *testing.T) {
 	per := spec.ClassObjects(spec.SizeToClass(1000))
-	fill := func(t *testing.T, c *impl.Cache, n int) [][]byte {
-		var objs [][]byte
-		for range n {
-			b, err := c.Alloc(1000)
-			must(t, err)
-			objs = append(objs, b)
-		}
-		return objs
-	}
+	fill := func(t *testing.T, c *impl.Cache, n int) [][]byte { return allocObjects(t, c, 1000, n) }
 	t.Run("pool", func(t *testing.T) {
 		a, err := impl.New(impl.Options{Reserve: 64 << 20})
 		must(t, err)

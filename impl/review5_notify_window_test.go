@@ -29,13 +29,8 @@ func TestReleaseWhileAnnouncedOnOwnersStack(t *testing.T) {
 	const size = 1000
 	k := spec.SizeToClass(size)
 	nobj := spec.ClassObjects(k)
-	var objs [][]byte
-	for range nobj { // superblock S: one of old's, full
-		b, err := old.Alloc(size)
-		must(t, err)
-		objs = append(objs, b)
-	}
-	y, err := old.Alloc(64) // another superblock of old's, of another class
+	objs := allocObjects(t, old, size, nobj) // superblock S: one of old's, full
+	y, err := old.Alloc(64)                  // another superblock of old's, of another class
 	must(t, err)
 	for _, b := range objs[1:] {
 		must(t, old.Free(b)) // S: one object live
@@ -48,12 +43,7 @@ func TestReleaseWhileAnnouncedOnOwnersStack(t *testing.T) {
 	if s := a.Stats(); s.SmallSuperblocks != 0 {
 		t.Fatalf("old flushed with nothing live: %d small superblocks, want 0", s.SmallSuperblocks)
 	}
-	var next [][]byte
-	for range nobj { // S again, neu's
-		b, err := neu.Alloc(size)
-		must(t, err)
-		next = append(next, b)
-	}
+	next := allocObjects(t, neu, size, nobj) // S again, neu's
 	if addrOf(next[0]) != addrOf(objs[0]) {
 		t.Fatalf("S was not reused (%#x, %#x)", addrOf(objs[0]), addrOf(next[0]))
 	}

@@ -115,12 +115,7 @@ func TestReallocStaleSelfFreesOnce(t *testing.T) {
 	c, _ := a.NewCache()
 	const size = 1000
 	nobj := spec.ClassObjects(spec.SizeToClass(size))
-	var objs [][]byte
-	for range nobj { // the whole superblock: the next refill finds only what is freed
-		b, err := c.Alloc(size)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	objs := allocObjects(t, c, size, nobj) // the whole superblock: the next refill finds only what is freed
 	x := objs[3]
 	must(t, c.Free(x))
 	before := a.Stats().DoubleFrees

@@ -87,13 +87,8 @@ func TestReleaseWhileAnnouncingOnOwnersStack(t *testing.T) {
 	const size = 1000
 	k := spec.SizeToClass(size)
 	nobj := spec.ClassObjects(k)
-	var objs [][]byte
-	for range nobj { // superblock S, old's
-		b, err := old.Alloc(size)
-		must(t, err)
-		objs = append(objs, b)
-	}
-	y, err := old.Alloc(64) // old keeps a live object while idle
+	objs := allocObjects(t, old, size, nobj) // superblock S, old's
+	y, err := old.Alloc(64)                  // old keeps a live object while idle
 	must(t, err)
 	for _, b := range objs[1:] {
 		must(t, old.Free(b)) // S: one object live
@@ -111,12 +106,7 @@ func TestReleaseWhileAnnouncingOnOwnersStack(t *testing.T) {
 	close(s.q.resume)
 	<-flushed
 	impl.SetScheduler(nil)
-	var next [][]byte
-	for range nobj { // S again, neu's
-		b, err := neu.Alloc(size)
-		must(t, err)
-		next = append(next, b)
-	}
+	next := allocObjects(t, neu, size, nobj) // S again, neu's
 	if addrOf(next[0]) != addrOf(objs[0]) {
 		t.Fatalf("S was not reused (%#x, %#x)", addrOf(objs[0]), addrOf(next[0]))
 	}

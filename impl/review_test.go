@@ -36,6 +36,16 @@ func allocN(t *testing.T, c *impl.Cache, n int) []byte {
 	return b
 }
 
+// allocObjects allocates count objects of size bytes from c, in order.
+func allocObjects(t *testing.T, c *impl.Cache, size, count int) [][]byte {
+	t.Helper()
+	objs := make([][]byte, 0, count)
+	for range count {
+		objs = append(objs, allocN(t, c, size))
+	}
+	return objs
+}
+
 // TestWriteAfterFreeCountSurvivesClose (STATS-EXACT, DEBUG-POISON): a write after
 // free found by a cache stays counted in Stats.WriteAfterFrees after that cache
 // closes ("closing a cache loses none").

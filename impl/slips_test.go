@@ -147,12 +147,7 @@ func TestDebugReleaseVerifiesLastObject(t *testing.T) {
 	var reports []error
 	a := newDebugReporting(t, &reports)
 	c, _ := a.NewCache()
-	var objs [][]byte
-	for range n {
-		b, err := c.Alloc(size)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	objs := allocObjects(t, c, size, n)
 	last := objs[0]
 	for _, b := range objs {
 		if addrOf(b) > addrOf(last) {
