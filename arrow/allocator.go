@@ -190,19 +190,22 @@ func (m *Allocator) badFree(err error) {
 }
 
 // Free returns b, a buffer of this Allocator, to it. A slice without capacity
-// (every zero-size buffer) is a no-op. A bad free is reported (see the package
-// comment) and changes nothing.
+// (every zero-size buffer) is a no-op; a buffer resliced shorter (b[:0]
+// included) is freed whole. A bad free is reported (see the package comment)
+// and changes nothing.
 func (m *Allocator) Free(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
 	if err := m.a.Free(b); err != nil {
-		m.badFree(fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", len(b), err))
+		m.badFree(fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", cap(b), err))
 		return
 	}
 	m.frees.Add(1)
 	m.objects.Add(-1)
-	m.grow(-int64(len(b)))
+	// Every buffer leaves Allocate and Reallocate with cap == its size, and
+	// reslicing keeps the cap: the size to debit even when len was cut.
+	m.grow(-int64(cap(b)))
 }
 
 // Close releases the reservation. It fails with impl.ErrLeaked, after

@@ -1,0 +1,240 @@
+package refarrow
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+)
+
+// TestReallocateInPlaceBounds: Reallocate keeps the object exactly when it
+// holds the new size and is at most twice what a fresh buffer of that size
+// would get. Both bounds are inclusive: growing to the object's whole capacity
+// stays, and so does a shrink to a size whose own capacity is exactly half the
+// object's. Slips: `size < c`; `2*capacity(size) > c`; `capacity(size) >= c`.
+func TestReallocateInPlaceBounds(t *testing.T) {
+	m := newTest(t, false)
+	// 1000 bytes get 1024, 512 a class of their own (the size-class table), so
+	// the half bound is met exactly.
+	if capacity(1000) != 1024 || capacity(512) != 512 || capacity(448) >= 512 {
+		t.Fatalf("the size classes changed: capacity(1000) %d, (512) %d, (448) %d", capacity(1000), capacity(512), capacity(448))
+	}
+	b := m.Allocate(1000)
+	p := unsafe.SliceData(b)
+	inPlace := func(what string, size int, want bool) {
+		t.Helper()
+		before := m.Stats().InPlace
+		b = m.Reallocate(size, b)
+		stayed := unsafe.SliceData(b) == p
+		if stayed != want || (m.Stats().InPlace == before+1) != want {
+			t.Fatalf("%s (to %d bytes): stayed %v, InPlace %d -> %d; want stayed %v", what, size, stayed, before, m.Stats().InPlace, want)
+		}
+		if len(b) != size || cap(b) != size {
+			t.Fatalf("%s: len %d cap %d, want %d", what, len(b), cap(b), size)
+		}
+		p = unsafe.SliceData(b)
+	}
+	inPlace("grow to the whole capacity", 1024, true)
+	inPlace("shrink to half", 512, true)
+	b = m.Reallocate(1024, b) // its capacity is taken as capacity(512) now: a move
+	p = unsafe.SliceData(b)
+	inPlace("shrink below half", 448, false)
+	if s := m.Stats(); s.Bytes != 448 || s.Objects != 1 {
+		t.Fatalf("after the moves: %+v", s)
+	}
+	m.Free(b)
+}
+
+// TestReallocateLargeBadBuffer: a large buffer Reallocate cannot resize because
+// refalloc rejects it (a double free: it was freed before; an invalid pointer:
+// the middle of a live buffer) is reported as a bad free, the live buffer is
+// untouched, and Reallocate still returns a zeroed buffer of the new size.
+// Slips: only one of ErrDoubleFree, ErrInvalidPointer taken for a bad free
+// (the other panics); the bad free's result nil.
+func TestReallocateLargeBadBuffer(t *testing.T) {
+	var errs []error
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	keep := m.Allocate(200_000)
+	fill(keep, 5)
+	stale := m.Allocate(100_000)
+	m.Free(stale)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"freed", stale, impl.ErrDoubleFree},
+		{"interior", keep[8192:], impl.ErrInvalidPointer},
+	} {
+		errs = nil
+		var r []byte
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("%s: Reallocate panicked: %v", c.name, p)
+				}
+			}()
+			r = m.Reallocate(300_000, c.b)
+		}()
+		if len(errs) != 1 || !errors.Is(errs[0], c.want) {
+			t.Fatalf("%s: OnError got %v, want one %v", c.name, errs, c.want)
+		}
+		if len(r) != 300_000 || cap(r) != 300_000 || !aligned(r) || !isZero(r) {
+			t.Fatalf("%s: the result has len %d cap %d, aligned %v, or is not zeroed", c.name, len(r), cap(r), aligned(r))
+		}
+		m.Free(r)
+	}
+	if !holds(keep, 5) {
+		t.Fatal("the live buffer changed")
+	}
+	if s := m.Stats(); s.BadFrees != 2 || s.Objects != 1 || s.Bytes != 200_000 {
+		t.Fatalf("after two bad Reallocates: %+v", s)
+	}
+	m.Free(keep)
+}
+
+// TestReallocateLargeForeign: a large buffer that is not this Allocator's is
+// copied, never handed to refalloc's Realloc (which would refuse it and lose
+// its contents). Slip: reallocLarge without the owns check.
+func TestReallocateLargeForeign(t *testing.T) {
+	var errs []error
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	foreign := make([]byte, 100_000)
+	fill(foreign, 7)
+	b := m.Reallocate(150_000, foreign)
+	if !holds(b[:100_000], 7) || !isZero(b[100_000:]) || len(b) != 150_000 {
+		t.Fatal("a Go-heap buffer's contents were lost")
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], impl.ErrInvalidPointer) || m.Stats().BadFrees != 1 {
+		t.Fatalf("the foreign buffer's free: %v", errs)
+	}
+	m.Free(b)
+}
+
+// TestReallocateLargeShape: a large buffer grown or shrunk by refalloc's
+// Realloc has len == cap == the size asked, like every buffer, also when the
+// object's capacity is rounded up to pages. Slip: reallocLarge returns
+// r[:size], its cap the object's.
+func TestReallocateLargeShape(t *testing.T) {
+	m := newTest(t, false)
+	b := m.Allocate(100_000)
+	for _, n := range []int{300_005, 200_001, 1<<20 + 3} {
+		b = m.Reallocate(n, b)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("Reallocate(%d): len %d cap %d", n, len(b), cap(b))
+		}
+	}
+	m.Free(b)
+}
+
+// TestFreeResliced: Free frees a buffer whole, resliced shorter or to b[:0]
+// included, and debits the size it was allocated with. Slip: Free takes a
+// zero-length slice for a zero-size buffer (the object leaks).
+func TestFreeResliced(t *testing.T) {
+	m := newTest(t, false)
+	a := m.Allocate(300)
+	b := m.Allocate(70_000)
+	m.Free(a[:0])
+	m.Free(b[:10])
+	if s := m.Stats(); s.Objects != 0 || s.Bytes != 0 || s.Frees != 2 || s.Impl.Large.LiveObjects != 0 {
+		t.Fatalf("after freeing a[:0] and b[:10]: %+v", s)
+	}
+}
+
+// TestStatsCounts: each counter is its own. Slips: Allocs and Frees swapped;
+// Frees not counted.
+func TestStatsCounts(t *testing.T) {
+	m := newTest(t, false)
+	var bs [][]byte
+	for range 3 {
+		bs = append(bs, m.Allocate(64))
+	}
+	m.Free(bs[0])
+	if s := m.Stats(); s.Allocs != 3 || s.Frees != 1 || s.Objects != 2 || s.Bytes != 128 || s.PeakBytes != 192 {
+		t.Fatalf("3 allocations, 1 free: %+v", s)
+	}
+	m.Free(bs[1])
+	m.Free(bs[2])
+}
+
+// TestAssertSizeBothWays: AssertSize fails on too few bytes as on too many.
+// Slip: it fails only when more are live than asserted.
+func TestAssertSizeBothWays(t *testing.T) {
+	m := newTest(t, false)
+	b := m.Allocate(1000)
+	for _, want := range []int{999, 1001} {
+		var rec recorder
+		m.AssertSize(&rec, want)
+		if !strings.Contains(rec.String(), "1000 bytes allocated") {
+			t.Errorf("AssertSize(%d) with 1000 live said %q", want, rec.String())
+		}
+	}
+	m.Free(b)
+}
+
+// TestAssertNoLeaksEachCount: AssertNoLeaks fails on each kind of bad free or
+// write after free alone, with nothing live: one refalloc finds with no Free of
+// this Allocator involved (double, invalid, write after free: through Impl),
+// and one only this Allocator counts (a Free after Close). Slips: any one of
+// the four counts left out of the condition.
+func TestAssertNoLeaksEachCount(t *testing.T) {
+	quiet := func(error) {}
+	for _, c := range []struct {
+		name  string
+		debug bool
+		do    func(m *Allocator)
+		want  string
+	}{
+		{"double", false, func(m *Allocator) {
+			y, _ := m.Impl().Alloc(64)
+			_ = m.Impl().Free(y)
+			_ = m.Impl().Free(y)
+		}, "0 bad frees (refalloc: 1 double, 0 invalid), 0 writes"},
+		{"invalid", false, func(m *Allocator) {
+			_ = m.Impl().Free(make([]byte, 64))
+		}, "0 bad frees (refalloc: 0 double, 1 invalid), 0 writes"},
+		{"write after free", true, func(m *Allocator) {
+			y, _ := m.Impl().Alloc(64)
+			_ = m.Impl().Free(y)
+			y[5] = 1
+			// Reusing the object checks its poison.
+			for range 40 {
+				z, _ := m.Impl().Alloc(64)
+				_ = m.Impl().Free(z)
+			}
+			m.Impl().Flush()
+		}, "0 bad frees (refalloc: 0 double, 0 invalid), 1 writes after free"},
+		{"free after close", false, func(m *Allocator) {
+			b := m.Allocate(64)
+			m.Free(b)
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			m.Free(b)
+		}, "1 bad frees (refalloc: 0 double, 0 invalid), 0 writes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := New(impl.Options{Reserve: 64 << 20, Debug: c.debug, OnError: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			c.do(m)
+			var rec recorder
+			m.AssertNoLeaks(&rec)
+			if !strings.Contains(rec.String(), c.want) {
+				t.Errorf("AssertNoLeaks said %q, want %q", rec.String(), c.want)
+			}
+		})
+	}
+}
