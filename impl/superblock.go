@@ -137,7 +137,7 @@ func (sb *superblock) initSmall(k int, debug bool) {
 		sb.sites = make([]uint32, n)
 	}
 	if sb.dirty && !mutant.DirtyAsFresh {
-		sb.zeroedFrom = int32(n)
+		sb.zeroedFrom = int32(n) - b2i(mutant.DirtyLastFresh)
 	} else {
 		sb.zeroedFrom = 0
 	}
