@@ -162,6 +162,7 @@ const (
 	StringLiveAllocs     = false
 	StringGuardAllocs    = false
 	StringReleased       = false
+	RerouteOrphanOnly    = false
 )
 
 func Drop() bool { return false }

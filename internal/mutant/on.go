@@ -179,6 +179,7 @@ var (
 	StringLiveAllocs     = on("stringliveallocs")
 	StringGuardAllocs    = on("stringguardallocs")
 	StringReleased       = on("stringreleased")
+	RerouteOrphanOnly    = on("rerouteorphanonly")
 )
 
 var remoteFrees atomic.Uint64
