@@ -597,7 +597,7 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 			e, found = q, true
 		}
 	}
-	for j := a.quar.nrecent - 1; !found && j >= max(0, a.quar.nrecent-recentLen); j-- {
+	for j := a.quar.nrecent - 1 + int(b2i(mutant.RecentFromNext)); !found && j >= max(0, a.quar.nrecent-recentLen); j-- {
 		if q := a.quar.recent[j%recentLen]; q.idx <= i && i < q.idx+q.n {
 			e, found, released = q, true, !mutant.ExplainReleasedFlag
 		}

@@ -302,3 +302,39 @@ func TestStatsStringClassAndGuardLines(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainNamesLatestReleased (GUARD-FAULT): of the objects released from
+// the quarantine that held an address, ExplainAddr names the latest. With a
+// quarantine of two objects, guarded objects x0..x65 cycle over superblocks
+// 0, 1, 2; after the free of x65, 64 objects have been released, x0 (112
+// bytes) the oldest of those kept, and the latest on x0's superblock is x63
+// (64 bytes). Slip: the search of the released objects starts one slot past
+// the newest, at the oldest kept, and names x0.
+func TestExplainNamesLatestReleased(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{QuarantineObjects: 2})
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	var first []byte
+	for i := range 66 {
+		n := 64
+		if i == 0 {
+			n = 100
+		}
+		x := allocN(t, c, n)
+		if got := sbOf(a, x); got != i%3 {
+			t.Fatalf("guarded object %d on superblock %d, want %d", i, got, i%3)
+		}
+		if i == 0 {
+			first = x
+		}
+		must(t, c.Free(x))
+	}
+	if g := a.Stats().Guard; g.Released != 64 || g.Quarantined != 2 {
+		t.Fatalf("guard stats %+v, want 64 released and 2 quarantined", g)
+	}
+	e, ok := a.ExplainAddr(addrOf(first))
+	if !ok || e.Object != addrOf(first) || e.Size != 64 || !e.Released {
+		t.Fatalf("ExplainAddr of superblock 0's start: %+v %v; want the 64-byte object released last there (x63), not x0 of 112 bytes", e, ok)
+	}
+}

@@ -163,6 +163,7 @@ const (
 	StringGuardAllocs    = false
 	StringReleased       = false
 	RerouteOrphanOnly    = false
+	RecentFromNext       = false
 )
 
 func Drop() bool { return false }

@@ -180,6 +180,7 @@ var (
 	StringGuardAllocs    = on("stringguardallocs")
 	StringReleased       = on("stringreleased")
 	RerouteOrphanOnly    = on("rerouteorphanonly")
+	RecentFromNext       = on("recentfromnext")
 )
 
 var remoteFrees atomic.Uint64
