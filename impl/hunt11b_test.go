@@ -338,3 +338,45 @@ func TestExplainNamesLatestReleased(t *testing.T) {
 		t.Fatalf("ExplainAddr of superblock 0's start: %+v %v; want the 64-byte object released last there (x63), not x0 of 112 bytes", e, ok)
 	}
 }
+
+//go:noinline
+func allocLargeHere(t *testing.T, c *impl.Cache) []byte { return allocN(t, c, spec.SuperblockSize) }
+
+// TestWriteAfterSmallLifeNamesNoStaleSite (DEBUG-POISON): a write after free
+// found when a large object takes back a superblock whose last life was small
+// does not name the site of an older large object there. In debug mode a
+// 64 KiB object allocated in allocLargeHere is freed; the superblock is
+// carved for 64-byte objects, x (allocated in allocHere) is freed, the
+// superblock released, and x's first byte written; the next 64 KiB object
+// takes the superblock and reports the write. The report must not name
+// allocLargeHere, whose object had been freed long before. (The bug: a small
+// period kept the header's site of the last large life, and the report named
+// it as the site that had allocated the memory written.)
+func TestWriteAfterSmallLifeNamesNoStaleSite(t *testing.T) {
+	var reports []error
+	a := newDebugReporting(t, &reports)
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	big := allocLargeHere(t, c)
+	must(t, c.Free(big))
+	x := allocHere(t, c, 64)
+	if addrOf(x) != addrOf(big) {
+		t.Fatalf("the small superblock is at %#x, not on the freed large object at %#x", addrOf(x), addrOf(big))
+	}
+	must(t, c.Free(x))
+	c.Flush() // releases the superblock, poisoned
+	x[0] = 1  // a write after free, into the pool
+	next := allocN(t, c, spec.SuperblockSize)
+	if addrOf(next) != addrOf(big) {
+		t.Fatalf("the large object is at %#x, not on the released superblock at %#x", addrOf(next), addrOf(big))
+	}
+	var waf *impl.WriteAfterFreeError
+	if len(reports) != 1 || !errors.As(reports[0], &waf) || waf.Addr != addrOf(x) || waf.Offset != 0 {
+		t.Fatalf("reports %v, want the write at byte 0 of %#x", reports, addrOf(x))
+	}
+	if strings.Contains(waf.Site, "allocLargeHere") {
+		t.Errorf("the report names the site of the large object freed before the small life:\n%s", waf.Site)
+	}
+	must(t, c.Free(next))
+}

@@ -183,4 +183,5 @@ var All = []Mutant{
 	{"stringreleased", "GUARD-FAULT", "Allocator.Stats", "Stats.String prints the guarded small allocations where the objects released from the quarantine go"},
 	{"rerouteorphanonly", "LIFECYCLE", "Cache.Free", "a remote free that pushed a superblock onto its owner's stack forwards that stack only if the superblock became an orphan meanwhile, not if another cache adopted it: the superblock stays notified on the old owner's stack, and the next remote free into it is announced to nobody"},
 	{"recentfromnext", "GUARD-FAULT", "Allocator.Explain", "ExplainAddr searches the objects released from the quarantine from one slot past the newest, the oldest kept: of two released objects that held an address it names the older"},
+	{"smallkeepssite", "DEBUG-POISON", "Options.Debug", "a small period keeps the header's site of the last large object there: a write after free found when a large object takes the superblock back names that long-freed object's site"},
 }

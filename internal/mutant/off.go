@@ -164,6 +164,7 @@ const (
 	StringReleased       = false
 	RerouteOrphanOnly    = false
 	RecentFromNext       = false
+	SmallKeepsSite       = false
 )
 
 func Drop() bool { return false }

@@ -181,6 +181,7 @@ var (
 	StringReleased       = on("stringreleased")
 	RerouteOrphanOnly    = on("rerouteorphanonly")
 	RecentFromNext       = on("recentfromnext")
+	SmallKeepsSite       = on("smallkeepssite")
 )
 
 var remoteFrees atomic.Uint64
