@@ -13,6 +13,23 @@ import (
 // remote frees and the superblock headers (guard.go, debug.go, stats.go,
 // leaks.go, remote.go, superblock.go, sbcache.go).
 
+// heapQuarantineOfOne returns an Allocator in guard mode under the Go-heap
+// backend (in debug mode if debug), every small allocation guarded and a
+// quarantine of one object, whose OnError reports are appended to *reports,
+// and a cache of it; both are closed when t ends.
+func heapQuarantineOfOne(t *testing.T, debug bool, reports *[]error) (*impl.Allocator, *impl.Cache) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, HeapBackend: true, Debug: debug,
+		OnError: func(err error) { *reports = append(*reports, err) },
+		Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	c, err := a.NewCache()
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	return a, c
+}
+
 // TestGuardedAllocNamesFreedObjectsSite (DEBUG-POISON, GUARD-FAULT): a
 // guarded allocation that finds the poison of its superblock written reports
 // the site that allocated the object freed there, not its own. Go-heap
@@ -24,14 +41,7 @@ import (
 // site.
 func TestGuardedAllocNamesFreedObjectsSite(t *testing.T) {
 	var reports []error
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, HeapBackend: true, Debug: true,
-		OnError: func(err error) { reports = append(reports, err) },
-		Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
-	must(t, err)
-	defer a.Close()
-	c, err := a.NewCache()
-	must(t, err)
-	defer c.Close()
+	_, c := heapQuarantineOfOne(t, true, &reports)
 	x := allocHere(t, c, 64)
 	must(t, c.Free(x))
 	must(t, c.Free(allocN(t, c, 64))) // pushes x out of the quarantine
@@ -53,6 +63,21 @@ func TestGuardedAllocNamesFreedObjectsSite(t *testing.T) {
 	must(t, c.Free(z))
 }
 
+// freeUnprotectable makes a's backend refuse to protect memory (skipping t
+// where guard mode cannot protect at all), and frees x, a guarded 64-byte
+// object of c, a cache of a closed when t ends.
+func freeUnprotectable(t *testing.T, a *impl.Allocator) (c *impl.Cache, x []byte) {
+	t.Helper()
+	needProtect(t, a)
+	impl.RefuseProtect(a)
+	c, err := a.NewCache()
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	x = allocN(t, c, 64)
+	must(t, c.Free(x))
+	return c, x
+}
+
 // TestGuardUnprotectableFreeIsPooled (GUARD-FAULT, FREE-DOUBLE, MEM-ACCOUNT):
 // a guarded small object whose memory the kernel refuses to protect is not
 // quarantined but pooled as without guard mode: a free of its start again is
@@ -63,13 +88,7 @@ func TestGuardedAllocNamesFreedObjectsSite(t *testing.T) {
 // it committed).
 func TestGuardUnprotectableFreeIsPooled(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{})
-	needProtect(t, a)
-	impl.RefuseProtect(a)
-	c, err := a.NewCache()
-	must(t, err)
-	defer c.Close()
-	x := allocN(t, c, 64)
-	must(t, c.Free(x))
+	c, x := freeUnprotectable(t, a)
 	if s := a.Stats(); s.Guard.Quarantined != 0 || s.Guard.LiveObjects != 0 || s.Guard.Superblocks != 0 || s.Committed != spec.SuperblockSize {
 		t.Fatalf("after the free that could not protect: %+v, committed %d; want nothing quarantined or live, one superblock committed", s.Guard, s.Committed)
 	}
@@ -95,13 +114,7 @@ func TestGuardUnprotectableFreePoisonsSuperblock(t *testing.T) {
 		Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1}})
 	must(t, err)
 	defer a.Close()
-	needProtect(t, a)
-	impl.RefuseProtect(a)
-	c, err := a.NewCache()
-	must(t, err)
-	defer c.Close()
-	x := allocN(t, c, 64)
-	must(t, c.Free(x))
+	c, x := freeUnprotectable(t, a)
 	big := allocN(t, c, spec.SuperblockSize)
 	if addrOf(big) != addrOf(x) {
 		t.Fatalf("the large object is at %#x, not on the pooled superblock at %#x", addrOf(big), addrOf(x))
@@ -123,14 +136,7 @@ func TestGuardUnprotectableFreePoisonsSuperblock(t *testing.T) {
 // the report says class Large.
 func TestGuardHeapBackendChecksLastByte(t *testing.T) {
 	var reports []error
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, HeapBackend: true,
-		OnError: func(err error) { reports = append(reports, err) },
-		Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
-	must(t, err)
-	defer a.Close()
-	c, err := a.NewCache()
-	must(t, err)
-	defer c.Close()
+	a, c := heapQuarantineOfOne(t, false, &reports)
 	x := allocN(t, c, 64)
 	for i := range x[:cap(x)] {
 		x[:cap(x)][i] = 0x11
@@ -209,6 +215,20 @@ func TestGenerationWrapInGuardedLife(t *testing.T) {
 		Guard: impl.GuardOptions{Enabled: true, SampleRate: -1, QuarantineObjects: 1}})
 	must(t, err)
 	defer a.Close()
+	wrapInLargeLife(t, a, func(c *impl.Cache, big []byte) {
+		must(t, c.Free(big))                               // quarantined (every large object is guarded)
+		must(t, c.Free(allocN(t, c, spec.SuperblockSize))) // pushes big out of the quarantine
+	})
+}
+
+// wrapInLargeLife makes the period that wraps the generation of a superblock
+// a 64 KiB object's, which end frees (and brings back to the pool), and checks
+// that an entry another cache kept from the superblock's first small period
+// (class 48) does not act on the next one (class 64, at the entry's
+// generation): its free of object 3 frees object 3, and every other object of
+// the new layout stays live.
+func wrapInLargeLife(t *testing.T, a *impl.Allocator, end func(c *impl.Cache, big []byte)) {
+	t.Helper()
 	c, _ := a.NewCache()
 	d, _ := a.NewCache()
 	first := allocN(t, c, 48)
@@ -219,12 +239,11 @@ func TestGenerationWrapInGuardedLife(t *testing.T) {
 	must(t, d.Free(x)) // d has a "not mine" entry: class 48, this generation
 	c.Flush()          // collected, empty, released
 	must(t, impl.FastForward(a, i, impl.DeadTag-1))
-	big := allocN(t, c, spec.SuperblockSize) // guarded, as every large object: the period that wraps
+	big := allocN(t, c, spec.SuperblockSize) // the period that wraps is a large one
 	if sbOf(a, big) != i {
 		t.Fatal("the large object is not on the superblock")
 	}
-	must(t, c.Free(big))                               // quarantined
-	must(t, c.Free(allocN(t, c, spec.SuperblockSize))) // pushes big out of the quarantine
+	end(c, big)
 	if g := genOf(t, a, i); g != entryGen {
 		t.Fatalf("generation %d after the wrap, want %d", g, entryGen)
 	}

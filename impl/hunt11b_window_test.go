@@ -8,6 +8,23 @@ import (
 	"github.com/refalloc/refalloc/impl"
 )
 
+// idleOwnerFull makes an Allocator (closed when t ends) and three caches:
+// idle, which has allocated objs, the 64 objects of 1000 bytes that fill one
+// superblock, and w1 and w2, which have allocated nothing.
+func idleOwnerFull(t *testing.T) (a *impl.Allocator, idle, w1, w2 *impl.Cache, objs [][]byte) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	idle, _ = a.NewCache()
+	w1, _ = a.NewCache()
+	w2, _ = a.NewCache()
+	for range 64 {
+		objs = append(objs, allocN(t, idle, 1000))
+	}
+	return a, idle, w1, w2, objs
+}
+
 // TestNotifyReroutesWhenAdoptedMeanwhile (LIFECYCLE): a remote free reads the
 // owner of a full superblock S (notify.owner) and pushes S onto that owner's
 // stack only after the owner has made S an orphan (orphanFull) and another
@@ -18,19 +35,10 @@ import (
 // cache's stack. Slip: notify reroutes only when S's owner became nil, not
 // whenever it changed.
 func TestNotifyReroutesWhenAdoptedMeanwhile(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
-	defer a.Close()
-	idle, _ := a.NewCache()
-	w1, _ := a.NewCache()
-	w2, _ := a.NewCache()
-	var objs [][]byte
-	for range 64 { // one superblock S of 1000-byte objects, full
-		objs = append(objs, allocN(t, idle, 1000))
-	}
+	a, idle, w1, w2, objs := idleOwnerFull(t) // S is the idle cache's full superblock
 	s := sbOf(a, objs[0])
 	var next []byte
-	err = during(t, newPause(impl.YieldNotifyOwner), func() error { return w1.Free(objs[0]) }, func() {
+	err := during(t, newPause(impl.YieldNotifyOwner), func() error { return w1.Free(objs[0]) }, func() {
 		next = allocN(t, idle, 1000) // acquires a second superblock, orphans S
 		must(t, w2.Free(objs[1]))    // adopts S
 	})
