@@ -211,7 +211,11 @@ func poison(b []byte) {
 // -1. All poison (the common case) is one comparison of b with itself shifted
 // by a byte, at memequal speed.
 func notPoison(b []byte) int {
-	if len(b) == 0 || b[0] == Poison && bytes.Equal(b[1:], b[:len(b)-1]) {
+	m := len(b)
+	if mutant.NotPoisonLast {
+		m--
+	}
+	if len(b) == 0 || b[0] == Poison && bytes.Equal(b[1:m], b[:m-1]) {
 		return -1
 	}
 	return slices.IndexFunc(b, func(x byte) bool { return x != Poison })

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -84,4 +85,24 @@ func CentralLockFree(a *Allocator) bool {
 func Resizing(a *Allocator, b []byte) bool {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	return a.lookup(off >> spec.SuperblockShift).resizing.Load()
+}
+
+// RefuseProtect makes a's backend refuse to make memory inaccessible, as the
+// kernel does past its mapping limit (vm.max_map_count), so that the tests
+// reach what guard mode does with a freed object it cannot quarantine
+// (GUARD-FAULT: it is pooled as without guard mode). Restoring access still
+// works.
+func RefuseProtect(a *Allocator) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.be = refusingProtect{a.be}
+}
+
+type refusingProtect struct{ backend }
+
+func (r refusingProtect) protect(p unsafe.Pointer, n uintptr, access bool) error {
+	if !access {
+		return errors.New("protect refused (test)")
+	}
+	return r.backend.protect(p, n, access)
 }

@@ -162,7 +162,11 @@ func (a *Allocator) initGuard(opt GuardOptions, reserve int) error {
 	if qb == 0 {
 		qb = min(maxQuarantineBytes, reserve/4)
 	}
-	g.maxSBs = uint32(max(1, spec.LargeSuperblocks(qb)))
+	sbs := spec.LargeSuperblocks(qb) // rounded up
+	if mutant.QuarBytesFloor {
+		sbs = qb >> spec.SuperblockShift
+	}
+	g.maxSBs = uint32(max(1, sbs))
 	return nil
 }
 
@@ -256,7 +260,11 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 		// is judged by the pool's mark and writes nothing, so the check and
 		// the zeroing write into no object a free took back (a fault, here).
 		if a.debug {
-			a.verifyLargePoison(b, []bool{true}, sb.site)
+			freed := sb.site // the site of the object freed here
+			if mutant.GuardVerifyNewSite {
+				freed = site
+			}
+			a.verifyLargePoison(b, []bool{true}, freed)
 		}
 		clear(b) // ZEROED
 	}
@@ -287,11 +295,21 @@ func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) er
 	c.publishFrees(k, 1) // STATS-LAG: exact at the event
 	if !a.quarantine(sb, 1, k, site) {
 		if a.debug {
-			poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
+			n := spec.SuperblockSize
+			if mutant.UnprotectPoisonShort {
+				n = int(sb.usable)
+			}
+			poison(unsafe.Slice((*byte)(a.sbAddr(sb)), n))
 		}
-		a.endRun(sb, 1, statePool, guardMark(k))
+		mark := guardMark(k) // FREE-DOUBLE: a free of its start again (stalePoolFree)
+		if mutant.UnprotectNoMark {
+			mark = noClass
+		}
+		a.endRun(sb, 1, statePool, mark)
 		a.putRun(sb.idx, 1)
-		a.pooled(sb.idx, 1)
+		if !mutant.UnprotectNotPooled {
+			a.pooled(sb.idx, 1)
+		}
 	}
 	return nil
 }
@@ -325,7 +343,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 			}
 		}
 	} else {
-		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))))
+		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))-uintptr(b2i(mutant.QuarPoisonShort))))
 	}
 	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
 		if !a.evictOldest() {
@@ -368,7 +386,7 @@ func (a *Allocator) evictOldest() bool {
 			poison(unsafe.Slice((*byte)(p), n))
 		}
 	} else {
-		a.verifyQuarantined(p, a.poisoned(n, e.usable), e)
+		a.verifyQuarantined(p, a.poisoned(n, e.usable)-uintptr(b2i(mutant.QuarVerifyShort)), e)
 	}
 	for j := e.idx; j < e.idx+e.n; j++ {
 		sb := a.lookup(uintptr(j))
@@ -450,7 +468,7 @@ func (a *Allocator) endRun(head *superblock, m uint32, state, mark uint8) {
 			k = mark
 		}
 		next, tag := nextGen(gen)
-		if tag == deadTag {
+		if tag == deadTag && !mutant.GuardWrapNoRetire {
 			sb.retire()
 		}
 		sb.meta.Store(packMeta(next, state, k))
@@ -473,14 +491,17 @@ func (a *Allocator) poisoned(n uintptr, usable int) uintptr {
 // that does not (WriteAfterFreeError, counted in Stats.WriteAfterFrees).
 func (a *Allocator) verifyQuarantined(p unsafe.Pointer, n uintptr, e quarantined) {
 	if off := notPoison(unsafe.Slice((*byte)(p), n)); off >= 0 {
-		size := e.usable
+		size, class := e.usable, e.class
 		if mutant.GuardHeapSize {
 			size = int(n)
+		}
+		if mutant.QuarWAFClass {
+			class = spec.Large
 		}
 		a.retiredWAF()
 		if a.opt.OnError != nil {
 			a.opt.OnError(&WriteAfterFreeError{
-				Addr: uintptr(p), Offset: off, Size: size, Class: e.class, Site: a.sites.format(e.alloc),
+				Addr: uintptr(p), Offset: off, Size: size, Class: class, Site: a.sites.format(e.alloc),
 			})
 		}
 	}
@@ -576,9 +597,9 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 			e, found = q, true
 		}
 	}
-	for j := a.quar.nrecent - 1; !found && j >= max(0, a.quar.nrecent-recentLen); j-- {
+	for j := a.quar.nrecent - 1 + int(b2i(mutant.RecentFromNext)); !found && j >= max(0, a.quar.nrecent-recentLen); j-- {
 		if q := a.quar.recent[j%recentLen]; q.idx <= i && i < q.idx+q.n {
-			e, found, released = q, true, true
+			e, found, released = q, true, !mutant.ExplainReleasedFlag
 		}
 	}
 	a.mu.Unlock()

@@ -117,7 +117,7 @@ func (a *Allocator) notify(sb *superblock) {
 		}
 		sb.nextNotify.Store(h)
 		if head.CompareAndSwap(h, sb) {
-			if o != nil && sb.owner.Load() != o && !mutant.NoReroute {
+			if o != nil && sb.owner.Load() != o && !mutant.NoReroute && !(mutant.RerouteOrphanOnly && sb.owner.Load() != nil) {
 				a.reroute(o) // LIFECYCLE: o gave sb up (orphanFull) and may never drain
 			}
 			return

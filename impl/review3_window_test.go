@@ -21,21 +21,10 @@ import (
 // and the superblock was never released. The push must forward it to the
 // orphans' stack, where the next drain of any cache collects and releases it.
 func TestOrphanFullNotifiedOnOwnersStack(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
-	defer a.Close()
-	idle, _ := a.NewCache()
-	w1, _ := a.NewCache()
-	w2, _ := a.NewCache()
-	var objs [][]byte
-	for range 64 { // one superblock of 1000-byte objects, full
-		b, err := idle.Alloc(1000)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	a, idle, w1, w2, objs := idleOwnerFull(t)
 	var next []byte
 	p := newPause(impl.YieldNotifyOwner)
-	err = during(t, p, func() error { return w1.Free(objs[0]) }, func() {
+	err := during(t, p, func() error { return w1.Free(objs[0]) }, func() {
 		for _, b := range objs[1:] {
 			must(t, w2.Free(b)) // announced already: no push
 		}

@@ -146,42 +146,7 @@ func TestGenerationWrapInLargeLife(t *testing.T) {
 	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	first := allocN(t, c, 48)
-	x := allocN(t, c, 48)
-	i := sbOf(a, x)
-	entryGen := genOf(t, a, i)
-	must(t, d.Free(first))
-	must(t, d.Free(x)) // d has a "not mine" entry: class 48, this generation
-	c.Flush()          // collected, empty, released
-	must(t, impl.FastForward(a, i, impl.DeadTag-1))
-	big := allocN(t, c, spec.SuperblockSize) // the period that wraps is a large one
-	if sbOf(a, big) != i {
-		t.Fatal("the large object is not on the superblock")
-	}
-	must(t, c.Free(big))
-	if g := genOf(t, a, i); g != entryGen {
-		t.Fatalf("generation %d after the wrap, want %d", g, entryGen)
-	}
-	var ys [][]byte
-	for range 10 {
-		ys = append(ys, allocN(t, c, 64)) // class 64, at d's entry's generation
-	}
-	if sbOf(a, ys[0]) != i {
-		t.Fatal("the superblock was not reused")
-	}
-	// Offset 192 is object 4 of class 48 and object 3 of class 64.
-	must(t, d.Free(ys[3]))
-	c.Flush()
-	if err := c.Free(ys[3]); !errors.Is(err, impl.ErrDoubleFree) {
-		t.Fatalf("d's free of object 3 did not free it (the owner's Free: %v)", err)
-	}
-	for j, y := range ys {
-		if err := c.Free(y); j != 3 && err != nil {
-			t.Fatalf("object %d of class 64 was live, Free: %v", j, err)
-		}
-	}
+	wrapInLargeLife(t, a, func(c *impl.Cache, big []byte) { must(t, c.Free(big)) })
 }
 
 // TestRetainHysteresis (MEM-ACCOUNT): past Options.Retain the pool returns empty

@@ -160,7 +160,11 @@ func (s Stats) String() string {
 		if c.Allocs == 0 && c.Frees == 0 || mutant.StringSkipsOneSided && (c.Allocs == 0 || c.Frees == 0) {
 			continue
 		}
-		fmt.Fprintf(&b, "%5d %7d %7d %14d %14d %12d\n", c.Class, c.Size, c.SlabObjects, c.Allocs, c.Frees, c.Allocs-c.Frees)
+		live := c.Allocs - c.Frees
+		if mutant.StringLiveAllocs {
+			live = c.Allocs
+		}
+		fmt.Fprintf(&b, "%5d %7d %7d %14d %14d %12d\n", c.Class, c.Size, c.SlabObjects, c.Allocs, c.Frees, live)
 	}
 	la, lf := s.Large.Allocs, s.Large.Frees
 	if mutant.StatsSwapped {
@@ -170,9 +174,13 @@ func (s Stats) String() string {
 	fmt.Fprintf(&b, "bad frees: %d double, %d invalid; writes after free: %d\n", s.DoubleFrees, s.InvalidFrees, s.WriteAfterFrees)
 	fmt.Fprintf(&b, "memory: %d reserved, %d committed, %d in use; superblocks: %d small (%d orphaned), %d large\n",
 		s.Reserved, s.Committed, s.InUse, s.SmallSuperblocks, s.OrphanedSuperblocks, s.LargeSuperblocks)
-	if g := s.Guard; g != (GuardStats{}) {
+	if g := s.Guard; g != (GuardStats{}) && !(mutant.StringGuardAllocs && g.Allocs == 0) {
+		released := g.Released
+		if mutant.StringReleased {
+			released = g.Allocs
+		}
 		fmt.Fprintf(&b, "guard: %d small allocations guarded, %d live (%d bytes, %d superblocks); quarantine: %d objects, %d bytes; %d released\n",
-			g.Allocs, g.LiveObjects, g.LiveBytes, g.Superblocks, g.Quarantined, g.QuarantinedBytes, g.Released)
+			g.Allocs, g.LiveObjects, g.LiveBytes, g.Superblocks, g.Quarantined, g.QuarantinedBytes, released)
 	}
 	return b.String()
 }

@@ -133,11 +133,18 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	sb.localFreed = 0
 	sb.cursor = 0
 	sb.class = uint8(k)
+	// DEBUG-POISON: the site of the last large or guarded object here no
+	// longer describes this memory (a write after free found when a large or
+	// guarded object takes the superblock back would name it); a small
+	// period's sites are per object.
+	if !mutant.SmallKeepsSite {
+		sb.site = 0
+	}
 	if debug {
 		sb.sites = make([]uint32, n)
 	}
 	if sb.dirty && !mutant.DirtyAsFresh {
-		sb.zeroedFrom = int32(n)
+		sb.zeroedFrom = int32(n) - b2i(mutant.DirtyLastFresh)
 	} else {
 		sb.zeroedFrom = 0
 	}

@@ -147,6 +147,24 @@ const (
 	CurrentByLen         = false
 	ZeroedFromLower      = false
 	GuardCutCredit       = false
+	GuardVerifyNewSite   = false
+	UnprotectPoisonShort = false
+	UnprotectNoMark      = false
+	UnprotectNotPooled   = false
+	QuarPoisonShort      = false
+	QuarVerifyShort      = false
+	NotPoisonLast        = false
+	QuarWAFClass         = false
+	QuarBytesFloor       = false
+	ExplainReleasedFlag  = false
+	GuardWrapNoRetire    = false
+	DirtyLastFresh       = false
+	StringLiveAllocs     = false
+	StringGuardAllocs    = false
+	StringReleased       = false
+	RerouteOrphanOnly    = false
+	RecentFromNext       = false
+	SmallKeepsSite       = false
 )
 
 func Drop() bool { return false }
