@@ -257,7 +257,11 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
 			if lo := (int(old) + j) << spec.SuperblockShift; d && !mutant.LargeGrowDirty {
-				clear(r[lo:min(u, lo+spec.SuperblockSize)])
+				end := lo + spec.SuperblockSize
+				if mutant.LargeGrowPage {
+					end = lo + spec.PageSize
+				}
+				clear(r[lo:min(u, end)])
 			}
 		}
 	}

@@ -88,7 +88,7 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 			drop()
 		}
 		k := spec.Large
-		if n <= spec.MaxSmall {
+		if n < spec.MaxSmall || n == spec.MaxSmall && !mutant.ReallocSelfClass {
 			k = spec.SizeToClass(n)
 		}
 		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
@@ -157,12 +157,12 @@ func (c *Cache) resizable(b []byte, n int) bool {
 	case stateSmall:
 		// n may exceed MaxSmall when b is stale: a large object's slice whose
 		// superblock is small now.
-		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
+		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) && !mutant.ResizableNoCap {
 			return false
 		}
 		rel := uint32(off) & (spec.SuperblockSize - 1)
 		idx := rel / uint32(cap(b))
-		if rel%uint32(cap(b)) != 0 || idx >= uint32(spec.ClassObjects(int(k)))+uint32(b2i(mutant.ResizableTail)) {
+		if rel%uint32(cap(b)) != 0 && !mutant.ResizableNoSlot || idx >= uint32(spec.ClassObjects(int(k)))+uint32(b2i(mutant.ResizableTail)) {
 			return false
 		}
 		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}

@@ -166,4 +166,8 @@ var All = []Mutant{
 	{"currentbylen", "CACHE-COHERENT", "Cache.Free", "an entry counts as current when its remote set has as many words as the superblock's, not when it is that set: after a generation wrap back to its value, in the same class, the stale entry refuses a live object's remote free as a double free"},
 	{"zeroedfromlower", "ZEROED", "Cache.Alloc", "take sets zeroedFrom to the end of the group it takes, not the max with what it was: after a lower group is taken again, a dirtied higher group counts as never handed out and is not zeroed"},
 	{"guardcutcredit", "STATS-LEAD", "Cache.Alloc", "take counts the group's free objects before guard sampling cuts the group short: the refill credits, and takes from nfree, objects it left in the superblock"},
+	{"largegrowpage", "ZEROED", "Cache.Realloc", "a large object growing in place over superblocks used before clears only the first page of each"},
+	{"resizablenocap", "FREE-DOUBLE", "Cache.Realloc", "resizable does not check that the slice's capacity is its class's size: a stale slice of a larger class is taken for the wrong object and resized in place, clearing live neighbours"},
+	{"resizablenoslot", "FREE-INVALID", "Cache.Realloc", "resizable does not check that the address is a slot start: an interior pointer is resized in place, clearing into the next object"},
+	{"reallocselfclass", "FREE-DOUBLE", "Cache.Realloc", "a Realloc refused because Alloc handed out b's own address names the address a large object's when n is MaxSmall exactly"},
 }

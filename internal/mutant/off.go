@@ -147,6 +147,10 @@ const (
 	CurrentByLen         = false
 	ZeroedFromLower      = false
 	GuardCutCredit       = false
+	LargeGrowPage        = false
+	ResizableNoCap       = false
+	ResizableNoSlot      = false
+	ReallocSelfClass     = false
 )
 
 func Drop() bool { return false }

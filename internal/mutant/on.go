@@ -164,6 +164,10 @@ var (
 	CurrentByLen         = on("currentbylen")
 	ZeroedFromLower      = on("zeroedfromlower")
 	GuardCutCredit       = on("guardcutcredit")
+	LargeGrowPage        = on("largegrowpage")
+	ResizableNoCap       = on("resizablenocap")
+	ResizableNoSlot      = on("resizablenoslot")
+	ReallocSelfClass     = on("reallocselfclass")
 )
 
 var remoteFrees atomic.Uint64
