@@ -1,9 +1,16 @@
 package impl_test
 
 import (
+	"bufio"
 	"errors"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -157,4 +164,225 @@ func TestReallocStaleSelfNamesItsClass(t *testing.T) {
 		t.Fatalf("the refusal names class %d at %#x, want class %d at %#x", fe.Class, fe.Addr, class, addrOf(x))
 	}
 	must(t, c.Free(y))
+}
+
+// TestNewReserveRounding (MEM-ACCOUNT): Options.Reserve is rounded up to
+// whole superblocks, and spec.MaxAlloc itself is a valid reservation (New's
+// error names [0, MaxAlloc] as the range). Reserve 1 is one superblock,
+// Reserve 64 KiB + 1 two, and a large object of two superblocks fits in the
+// latter. Slips: the reservation rounded down (one superblock, and the
+// two-superblock object is ErrTooLarge); Reserve == MaxAlloc refused.
+func TestNewReserveRounding(t *testing.T) {
+	for _, tc := range []struct{ reserve, want int }{
+		{1, sbBytes},
+		{sbBytes, sbBytes},
+		{sbBytes + 1, 2 * sbBytes},
+	} {
+		a, err := impl.New(impl.Options{Reserve: tc.reserve})
+		must(t, err)
+		if got := a.Stats().Reserved; got != uint64(tc.want) {
+			t.Errorf("Reserve %d: Stats.Reserved %d, want %d", tc.reserve, got, tc.want)
+		}
+		if tc.want == 2*sbBytes {
+			b, err := a.Alloc(2 * sbBytes)
+			if err != nil {
+				t.Errorf("Reserve %d: Alloc of two superblocks: %v", tc.reserve, err)
+			} else {
+				must(t, a.Free(b))
+			}
+		}
+		must(t, a.Close())
+	}
+	if raceEnabled {
+		return // the Go-heap backend would allocate the terabyte
+	}
+	a, err := impl.New(impl.Options{Reserve: spec.MaxAlloc})
+	if errors.Is(err, impl.ErrOutOfMemory) {
+		t.Skipf("the OS refuses a terabyte of address space: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("New with Reserve = spec.MaxAlloc: %v", err)
+	}
+	if got := a.Stats().Reserved; got != spec.MaxAlloc {
+		t.Errorf("Reserve spec.MaxAlloc: Stats.Reserved %d, want %d", got, uint64(spec.MaxAlloc))
+	}
+	must(t, a.Close())
+}
+
+// TestDefaultReserve (MEM-ACCOUNT): Options.Reserve 0 reserves 64 GiB (1 GiB
+// in -race builds). Slip: a different default.
+func TestDefaultReserve(t *testing.T) {
+	want := uint64(64 << 30)
+	if raceEnabled {
+		want = 1 << 30
+	}
+	a, err := impl.New(impl.Options{})
+	must(t, err)
+	defer a.Close()
+	if got := a.Stats().Reserved; got != want {
+		t.Fatalf("Reserve 0: Stats.Reserved %d, want %d", got, want)
+	}
+}
+
+// vmSize is the process's address space in bytes (/proc/self/status), 0 if
+// unknown.
+func vmSize() uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestNewReservationRefusedIsOutOfMemory (OOM-REAL): when the OS refuses the
+// reservation, New's error is ErrOutOfMemory for errors.Is, with the OS's
+// reason wrapped too. The address space is limited (RLIMIT_AS) to 1 GiB past
+// what the process maps, for the one call of New asking 16 GiB. Slip: New
+// formats ErrOutOfMemory with %v, so errors.Is(err, ErrOutOfMemory) fails.
+func TestNewReservationRefusedIsOutOfMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the Go-heap backend cannot survive the limit")
+	}
+	used := vmSize()
+	if used == 0 {
+		t.Skip("no VmSize in /proc/self/status")
+	}
+	var old unix.Rlimit
+	must(t, unix.Getrlimit(unix.RLIMIT_AS, &old))
+	limit := used + 1<<30
+	if old.Cur != unix.RLIM_INFINITY && old.Cur < limit {
+		t.Skipf("RLIMIT_AS is %d already", old.Cur)
+	}
+	must(t, unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: limit, Max: old.Max}))
+	a, err := impl.New(impl.Options{Reserve: 16 << 30})
+	must(t, unix.Setrlimit(unix.RLIMIT_AS, &old))
+	if err == nil {
+		a.Close()
+		t.Fatal("New reserved 16 GiB under a 1 GiB address-space limit")
+	}
+	if !errors.Is(err, impl.ErrOutOfMemory) || !errors.Is(err, unix.ENOMEM) {
+		t.Fatalf("New under the limit: %v, want ErrOutOfMemory wrapping ENOMEM", err)
+	}
+}
+
+// TestPoolKeepsReusedRunWithinRetain (MEM-ACCOUNT): the pool keeps up to
+// Retain bytes committed for good. A large object of two superblocks is
+// allocated and freed three times (the same run each time, dirty from the
+// second on) with Retain four superblocks and Decay -1 (past Retain memory
+// goes back at once): the pool holds two superblocks, within Retain, and
+// they stay committed. Slip: a dirty superblock leaving the pool is not
+// taken off the pool's count of dirty superblocks, which then reads six,
+// past Retain, and the release returns the two to the OS.
+func TestPoolKeepsReusedRunWithinRetain(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Retain: 4 * sbBytes, Decay: -1})
+	for i := range 3 {
+		b := allocSBs(t, c, 2)
+		must(t, c.Free(b))
+		if s := a.Stats(); s.Committed != 2*sbBytes || s.InUse != 0 {
+			t.Fatalf("cycle %d: Committed %d, InUse %d; want the two pooled superblocks (%d bytes) kept, Retain is %d",
+				i, s.Committed, s.InUse, 2*sbBytes, 4*sbBytes)
+		}
+	}
+}
+
+// TestDefaultDecay (MEM-ACCOUNT): Options.Decay 0 means one second: with
+// Retain none, a freed superblock stays committed 999 ms on the allocator's
+// clock and goes back to the OS at one second. Slip: a different default
+// (the invariants' machine only hangs on a far shorter one).
+func TestDefaultDecay(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Retain: -1})
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	must(t, c.Free(allocSBs(t, c, 1)))
+	clock += int64(999 * time.Millisecond)
+	impl.DecayNow(a)
+	if s := a.Stats(); s.Committed != sbBytes {
+		t.Fatalf("999 ms after the free: Committed %d, want the superblock (%d) kept", s.Committed, sbBytes)
+	}
+	clock += int64(time.Millisecond)
+	impl.DecayNow(a)
+	if s := a.Stats(); s.Committed != 0 {
+		t.Fatalf("1 s after the free: Committed %d, want 0", s.Committed)
+	}
+}
+
+// TestNoDecayTimerWithinRetain (MEM-ACCOUNT): the decay timer is armed only
+// for what the pool holds past Retain. Retain is four superblocks, Decay an
+// hour on a test clock: a run of two is freed, two hours pass, a run of four
+// is freed: the release returns the two old ones and keeps the four young
+// ones, within Retain, for good, so no timer is left pending. Slip: the timer
+// is armed when the pool holds Retain exactly (>= for >).
+func TestNoDecayTimerWithinRetain(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 64 * sbBytes, Retain: 4 * sbBytes, Decay: time.Hour})
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	old := allocSBs(t, c, 2)
+	young := allocSBs(t, c, 4)
+	must(t, c.Free(old))
+	clock += int64(2 * time.Hour)
+	must(t, c.Free(young))
+	if s := a.Stats(); s.Committed != 4*sbBytes {
+		t.Fatalf("Committed %d after the release, want the 4 young superblocks (%d bytes)", s.Committed, 4*sbBytes)
+	}
+	if impl.FireDecayTimer(a) {
+		t.Fatal("a decay timer is pending while the pool holds no more than Retain")
+	}
+}
+
+// TestDecayAfterCloseWalksNothing (MEM-ACCOUNT): a decay timer that fires
+// after Close (it had started before Close stopped it) does nothing: the
+// reservation is gone, and madvising its range could hit a mapping made
+// since. Retain none, Decay an hour on a test clock: a freed superblock
+// waits, Close, two hours pass, the timer's function runs: the pool is not
+// walked. Slip: decayLater does not check closed, walks and madvises.
+func TestDecayAfterCloseWalksNothing(t *testing.T) {
+	a, c, clock, objs := decayClock(t, 1)
+	must(t, c.Free(objs[0]))
+	must(t, a.Close())
+	*clock += int64(2 * time.Hour)
+	walks := impl.PoolWalks(a)
+	impl.DecayNow(a)
+	if got := impl.PoolWalks(a); got != walks {
+		t.Fatalf("the decay timer walked the pool %d times after Close", got-walks)
+	}
+}
+
+// TestTrimReportsMadviseError (MEM-ACCOUNT): an madvise that fails leaves its
+// superblocks committed and counted so, and Trim reports the OS's error,
+// wrapped for errors.Is. A pooled superblock is mlocked, which makes
+// MADV_DONTNEED fail with EINVAL; once unlocked, Trim returns it. Slip: the
+// error formatted with %v, so errors.Is(err, EINVAL) fails.
+func TestTrimReportsMadviseError(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the Go-heap backend does not madvise")
+	}
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	b := allocSBs(t, c, 1)
+	must(t, c.Free(b))
+	if err := unix.Mlock(b); err != nil {
+		t.Skipf("mlock: %v", err)
+	}
+	err := a.Trim()
+	must(t, unix.Munlock(b))
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("Trim of an mlocked pooled superblock: %v, want EINVAL wrapped", err)
+	}
+	if s := a.Stats(); s.Committed != sbBytes {
+		t.Fatalf("Committed %d after the failed madvise, want %d", s.Committed, sbBytes)
+	}
+	must(t, a.Trim())
+	if s := a.Stats(); s.Committed != 0 {
+		t.Fatalf("Committed %d after Trim, want 0", s.Committed)
+	}
 }

@@ -170,4 +170,13 @@ var All = []Mutant{
 	{"resizablenocap", "FREE-DOUBLE", "Cache.Realloc", "resizable does not check that the slice's capacity is its class's size: a stale slice of a larger class is taken for the wrong object and resized in place, clearing live neighbours"},
 	{"resizablenoslot", "FREE-INVALID", "Cache.Realloc", "resizable does not check that the address is a slot start: an interior pointer is resized in place, clearing into the next object"},
 	{"reallocselfclass", "FREE-DOUBLE", "Cache.Realloc", "a Realloc refused because Alloc handed out b's own address names the address a large object's when n is MaxSmall exactly"},
+	{"reservemaxexcl", "MEM-ACCOUNT", "Options.Reserve", "New refuses Reserve equal to spec.MaxAlloc, the bound its error names as allowed"},
+	{"reserverounddown", "MEM-ACCOUNT", "Options.Reserve", "New rounds Reserve down to whole superblocks, not up: Reserve 1 reserves nothing"},
+	{"defaultreserve", "MEM-ACCOUNT", "Options.Reserve", "Reserve 0 reserves half the documented 64 GiB"},
+	{"defaultdecay", "MEM-ACCOUNT", "Options.Decay", "Decay 0 means 10 s, not 1 s"},
+	{"newoomnowrap", "OOM-REAL", "Options.Reserve", "New formats ErrOutOfMemory with %v when the OS refuses the reservation: errors.Is does not find it"},
+	{"takedirtynopooled", "MEM-ACCOUNT", "Options.Retain", "a dirty superblock leaving the pool is not taken off the pool's count of dirty superblocks: the count grows with reuse, and the pool returns memory it should keep within Retain"},
+	{"timerwithinretain", "MEM-ACCOUNT", "Options.Decay", "the decay timer is armed when the pool holds Retain exactly, with nothing past it to decay"},
+	{"decayafterclose", "MEM-ACCOUNT", "Allocator.Close", "a decay timer firing after Close does not see it closed: it walks the pool and madvises the released reservation"},
+	{"trimerrnowrap", "MEM-ACCOUNT", "Allocator.Trim", "a failed madvise's error is formatted with %v: errors.Is does not find the OS's error in Trim's"},
 }

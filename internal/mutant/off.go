@@ -151,6 +151,15 @@ const (
 	ResizableNoCap       = false
 	ResizableNoSlot      = false
 	ReallocSelfClass     = false
+	ReserveMaxExcl       = false
+	ReserveRoundDown     = false
+	DefaultReserveHalf   = false
+	DefaultDecay         = false
+	NewOOMNoWrap         = false
+	TakeDirtyNoPooled    = false
+	TimerWithinRetain    = false
+	DecayAfterClose      = false
+	TrimErrNoWrap        = false
 )
 
 func Drop() bool { return false }

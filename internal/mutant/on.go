@@ -168,6 +168,15 @@ var (
 	ResizableNoCap       = on("resizablenocap")
 	ResizableNoSlot      = on("resizablenoslot")
 	ReallocSelfClass     = on("reallocselfclass")
+	ReserveMaxExcl       = on("reservemaxexcl")
+	ReserveRoundDown     = on("reserverounddown")
+	DefaultReserveHalf   = on("defaultreserve")
+	DefaultDecay         = on("defaultdecay")
+	NewOOMNoWrap         = on("newoomnowrap")
+	TakeDirtyNoPooled    = on("takedirtynopooled")
+	TimerWithinRetain    = on("timerwithinretain")
+	DecayAfterClose      = on("decayafterclose")
+	TrimErrNoWrap        = on("trimerrnowrap")
 )
 
 var remoteFrees atomic.Uint64
