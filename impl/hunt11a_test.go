@@ -3,6 +3,8 @@ package impl_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -385,4 +387,49 @@ func TestTrimReportsMadviseError(t *testing.T) {
 	if s := a.Stats(); s.Committed != 0 {
 		t.Fatalf("Committed %d after Trim, want 0", s.Committed)
 	}
+}
+
+// TestReallocLargeBeyondMaxAlloc (LARGE-EXACT, NO-OVERLAP): a Realloc past
+// spec.MaxAlloc fails with ErrTooLarge and leaves b live and unchanged, large
+// or not. A two-superblock object is grown to 2^40+1, 2^48 and 2^48+128 KiB
+// bytes and to math.MaxInt: each must be refused, with Stats.Large and the
+// superblocks unchanged, and b freed at the end. Bug (it was so): the
+// in-place large path took any size, and from 2^48 bytes the run's length
+// (n>>16 in a uint32) wrapped: Realloc(b, 2^48) returned a 256 TiB slice
+// over a run of no superblocks, b's two freed to the pool while it stayed
+// live; math.MaxInt panicked inside the allocator with the head left
+// resizing, so a free of b would have waited for ever.
+func TestReallocLargeBeyondMaxAlloc(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	for _, small := range []bool{false, true} {
+		n := 2 * sbBytes
+		if small {
+			n = 100
+		}
+		b, err := c.Alloc(n)
+		must(t, err)
+		fillWith(b, 0x5a)
+		before := a.Stats()
+		for _, huge := range []int{spec.MaxAlloc + 1, 1 << 48, 1<<48 + 2*sbBytes, math.MaxInt} {
+			r, err := reallocNoPanic(c, b, huge)
+			if !errors.Is(err, impl.ErrTooLarge) || r != nil {
+				t.Fatalf("Realloc of a %d-byte object to %#x bytes: %d bytes, %v; want ErrTooLarge", n, huge, len(r), err)
+			}
+			if s := a.Stats(); s.Large != before.Large || s.LargeSuperblocks != before.LargeSuperblocks || s.InUse != before.InUse {
+				t.Fatalf("after a refused Realloc to %#x bytes: large %+v on %d superblocks, want %+v on %d", huge, s.Large, s.LargeSuperblocks, before.Large, before.LargeSuperblocks)
+			}
+		}
+		holds(t, b, 0x5a, "the object after the refused Reallocs")
+		must(t, c.Free(b))
+	}
+}
+
+// reallocNoPanic is c.Realloc(b, n), a panic inside it turned into an error.
+func reallocNoPanic(c *impl.Cache, b []byte, n int) (r []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("panicked: %v", p)
+		}
+	}()
+	return c.Realloc(b, n)
 }

@@ -121,7 +121,9 @@ func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
 		clear(b[keep:cap(b)])
 		return b[:n], true
 	}
-	if n <= spec.MaxSmall || c.closed || c.a.closed.Load() {
+	// Past MaxAlloc the run's length would not even fit its uint32 (n>>16
+	// wraps from 2^48 on): the moving path says ErrTooLarge.
+	if n <= spec.MaxSmall || n > spec.MaxAlloc && !mutant.ReallocHuge || c.closed || c.a.closed.Load() {
 		return nil, false
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base

@@ -179,4 +179,5 @@ var All = []Mutant{
 	{"timerwithinretain", "MEM-ACCOUNT", "Options.Decay", "the decay timer is armed when the pool holds Retain exactly, with nothing past it to decay"},
 	{"decayafterclose", "MEM-ACCOUNT", "Allocator.Close", "a decay timer firing after Close does not see it closed: it walks the pool and madvises the released reservation"},
 	{"trimerrnowrap", "MEM-ACCOUNT", "Allocator.Trim", "a failed madvise's error is formatted with %v: errors.Is does not find the OS's error in Trim's"},
+	{"reallochuge", "LARGE-EXACT", "Cache.Realloc", "the in-place large resize takes any size: from 2^48 bytes the run length wraps in uint32, and the object stays live on a run freed to the pool, its usable size 256 TiB"},
 }

@@ -160,6 +160,7 @@ const (
 	TimerWithinRetain    = false
 	DecayAfterClose      = false
 	TrimErrNoWrap        = false
+	ReallocHuge          = false
 )
 
 func Drop() bool { return false }

@@ -177,6 +177,7 @@ var (
 	TimerWithinRetain    = on("timerwithinretain")
 	DecayAfterClose      = on("decayafterclose")
 	TrimErrNoWrap        = on("trimerrnowrap")
+	ReallocHuge          = on("reallochuge")
 )
 
 var remoteFrees atomic.Uint64
