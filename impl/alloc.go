@@ -684,7 +684,7 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 	young, all := int64(never), true
 	defer func() {
 		switch {
-		case !all || err != nil:
+		case !all || err != nil && !mutant.DecayErrKeepsNext:
 			a.decayNext = 0
 		case young == never:
 			a.decayNext = never

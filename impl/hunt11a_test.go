@@ -433,3 +433,96 @@ func reallocNoPanic(c *impl.Cache, b []byte, n int) (r []byte, err error) {
 	}()
 	return c.Realloc(b, n)
 }
+
+// TestGuardReallocFreedLargeUnsampled (GUARD-FAULT): in guard mode a moving
+// Realloc copies under the central lock and not at all from a quarantined
+// source, whether or not small allocations are sampled: with SampleRate -1
+// only large objects are guarded, and a Realloc of a freed (quarantined,
+// protected) large object must fail as its free does, ErrDoubleFree, without
+// reading it. Slip: the guarded copy is taken only when small allocations
+// are sampled, and the plain copy reads the protected memory.
+func TestGuardReallocFreedLargeUnsampled(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{SampleRate: -1})
+	needProtect(t, a)
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	b, err := c.Alloc(200_000)
+	must(t, err)
+	must(t, c.Free(b))
+	if err := noFault(func() error { _, err := c.Realloc(b, 400_000); return err }); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("Realloc of a freed large guarded object, small allocations unsampled: %v, want ErrDoubleFree", err)
+	}
+}
+
+// TestDebugGrowInPlaceVerifiesTakenSuperblock (DEBUG-POISON): a large object
+// growing in place over one freed superblock verifies that superblock's
+// poison, as an allocation of it would. A one-superblock object is followed
+// by a freed one, written at byte 100 after its free; growing the first to
+// two superblocks takes it in place, reports one WriteAfterFreeError at that
+// byte, and the byte reads zero. Slip: the poison of the taken superblocks is
+// verified only when more than one is taken.
+func TestDebugGrowInPlaceVerifiesTakenSuperblock(t *testing.T) {
+	var reports []error
+	a := newDebugReporting(t, &reports)
+	c, err := a.NewCache()
+	must(t, err)
+	x, err := c.Alloc(sbBytes)
+	must(t, err)
+	y, err := c.Alloc(sbBytes)
+	must(t, err)
+	if addrOf(y) != addrOf(x)+sbBytes {
+		t.Fatalf("second object at %#x, want right after the first at %#x", addrOf(y), addrOf(x)+sbBytes)
+	}
+	must(t, c.Free(y))
+	y[100] = 1 // write after free
+	r, err := c.Realloc(x, 2*sbBytes)
+	must(t, err)
+	if addrOf(r) != addrOf(x) {
+		t.Fatalf("Realloc to two superblocks moved the object to %#x", addrOf(r))
+	}
+	var waf *impl.WriteAfterFreeError
+	if len(reports) != 1 || !errors.As(reports[0], &waf) || waf.Addr != addrOf(y) || waf.Offset != 100 {
+		t.Fatalf("reports %v, want one write after free at byte 100 of %#x", reports, addrOf(y))
+	}
+	if got := a.Stats().WriteAfterFrees; got != 1 {
+		t.Fatalf("Stats.WriteAfterFrees %d, want 1", got)
+	}
+	if r[sbBytes+100] != 0 {
+		t.Fatalf("the byte written after free reads %#x in the grown object, want 0", r[sbBytes+100])
+	}
+	must(t, c.Free(r))
+}
+
+// TestDecayRetriesFailedMadvise (MEM-ACCOUNT): an madvise that fails leaves
+// its superblocks committed, and the next release past Retain tries them
+// again. Retain none, Decay an hour on a test clock: x is freed, two hours
+// pass, x is mlocked (MADV_DONTNEED fails) and y freed, whose release fails
+// to return x; x is unlocked and, a second later, z freed: that release
+// returns x, past its decay, and keeps y and z. Slip: a walk that fails
+// keeps the time it computed for the next walk (an hour away, from y)
+// instead of leaving it unknown, so x stays committed another hour.
+func TestDecayRetriesFailedMadvise(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the Go-heap backend does not madvise")
+	}
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Retain: -1, Decay: time.Hour})
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	x, y, z := allocSBs(t, c, 1), allocSBs(t, c, 1), allocSBs(t, c, 1)
+	must(t, c.Free(x))
+	clock += int64(2 * time.Hour)
+	if err := unix.Mlock(x); err != nil {
+		t.Skipf("mlock: %v", err)
+	}
+	must(t, c.Free(y))
+	must(t, unix.Munlock(x))
+	if s := a.Stats(); s.Committed != 3*sbBytes {
+		t.Fatalf("Committed %d with x locked, want all three superblocks (%d)", s.Committed, 3*sbBytes)
+	}
+	clock += int64(time.Second)
+	must(t, c.Free(z))
+	if s := a.Stats(); s.Committed != 2*sbBytes {
+		t.Fatalf("Committed %d after the next release, want y and z (%d): x, past its decay, returned", s.Committed, 2*sbBytes)
+	}
+}

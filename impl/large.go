@@ -250,7 +250,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	u := spec.LargeUsable(n)
 	zero := func(old uint32, dirtySB []bool) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
-		if a.debug && len(dirtySB) > 0 {
+		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
 			a.verifyLargePoison(r[lo:], dirtySB, 0)
 		}

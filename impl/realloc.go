@@ -95,7 +95,7 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	}
 	yield(YieldReallocMoved)
 	src := b[:keep-int(b2i(mutant.ReallocShortCopy && keep > 0))]
-	if c.a.guard.on {
+	if c.a.guard.on && (c.a.guard.sampled || !mutant.CopyOutUnsampled) {
 		c.a.copyOut(nb, src) // GUARD-FAULT: never from memory it protected
 	} else {
 		copy(nb, src)

@@ -180,4 +180,7 @@ var All = []Mutant{
 	{"decayafterclose", "MEM-ACCOUNT", "Allocator.Close", "a decay timer firing after Close does not see it closed: it walks the pool and madvises the released reservation"},
 	{"trimerrnowrap", "MEM-ACCOUNT", "Allocator.Trim", "a failed madvise's error is formatted with %v: errors.Is does not find the OS's error in Trim's"},
 	{"reallochuge", "LARGE-EXACT", "Cache.Realloc", "the in-place large resize takes any size: from 2^48 bytes the run length wraps in uint32, and the object stays live on a run freed to the pool, its usable size 256 TiB"},
+	{"copyoutunsampled", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc copies under the central lock, skipping a quarantined source, only when small allocations are sampled: with SampleRate -1 a Realloc of a freed large object reads its protected memory"},
+	{"largegrowverifyone", "DEBUG-POISON", "Options.Debug", "a large object growing in place verifies the poison of the superblocks it takes only when it takes more than one: a write after free into the one it takes is not reported"},
+	{"decayerrkeepsnext", "MEM-ACCOUNT", "Options.Decay", "a pool walk whose madvise fails keeps the time it computed for the next walk instead of leaving it unknown: the superblocks it failed to return wait another decay before the next release tries them"},
 }

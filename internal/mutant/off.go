@@ -161,6 +161,9 @@ const (
 	DecayAfterClose      = false
 	TrimErrNoWrap        = false
 	ReallocHuge          = false
+	CopyOutUnsampled     = false
+	LargeGrowVerifyOne   = false
+	DecayErrKeepsNext    = false
 )
 
 func Drop() bool { return false }

@@ -178,6 +178,9 @@ var (
 	DecayAfterClose      = on("decayafterclose")
 	TrimErrNoWrap        = on("trimerrnowrap")
 	ReallocHuge          = on("reallochuge")
+	CopyOutUnsampled     = on("copyoutunsampled")
+	LargeGrowVerifyOne   = on("largegrowverifyone")
+	DecayErrKeepsNext    = on("decayerrkeepsnext")
 )
 
 var remoteFrees atomic.Uint64
