@@ -183,4 +183,5 @@ var All = []Mutant{
 	{"copyoutunsampled", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc copies under the central lock, skipping a quarantined source, only when small allocations are sampled: with SampleRate -1 a Realloc of a freed large object reads its protected memory"},
 	{"largegrowverifyone", "DEBUG-POISON", "Options.Debug", "a large object growing in place verifies the poison of the superblocks it takes only when it takes more than one: a write after free into the one it takes is not reported"},
 	{"decayerrkeepsnext", "MEM-ACCOUNT", "Options.Decay", "a pool walk whose madvise fails keeps the time it computed for the next walk instead of leaving it unknown: the superblocks it failed to return wait another decay before the next release tries them"},
+	{"trimnoerr", "MEM-ACCOUNT", "Allocator.Trim", "Trim drops the error of an madvise that failed and returns nil, the memory still committed"},
 }

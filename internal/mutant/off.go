@@ -164,6 +164,7 @@ const (
 	CopyOutUnsampled     = false
 	LargeGrowVerifyOne   = false
 	DecayErrKeepsNext    = false
+	TrimNoErr            = false
 )
 
 func Drop() bool { return false }

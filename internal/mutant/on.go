@@ -181,6 +181,7 @@ var (
 	CopyOutUnsampled     = on("copyoutunsampled")
 	LargeGrowVerifyOne   = on("largegrowverifyone")
 	DecayErrKeepsNext    = on("decayerrkeepsnext")
+	TrimNoErr            = on("trimnoerr")
 )
 
 var remoteFrees atomic.Uint64
