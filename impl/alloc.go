@@ -324,12 +324,18 @@ type sbCounts struct {
 func New(opt Options) (*Allocator, error) {
 	reserve := opt.Reserve
 	switch {
-	case reserve < 0 || reserve > spec.MaxAlloc:
+	case reserve < 0 || reserve > spec.MaxAlloc || mutant.ReserveMaxExcl && reserve == spec.MaxAlloc:
 		return nil, fmt.Errorf("refalloc: Options.Reserve %d out of range [0, %d]", reserve, spec.MaxAlloc)
 	case reserve == 0:
 		reserve = defaultReserve
+		if mutant.DefaultReserveHalf {
+			reserve /= 2
+		}
 	}
-	reserve = (reserve + spec.SuperblockSize - 1) &^ (spec.SuperblockSize - 1)
+	if !mutant.ReserveRoundDown {
+		reserve += spec.SuperblockSize - 1
+	}
+	reserve &^= spec.SuperblockSize - 1
 	ways := opt.SuperblockCacheWays
 	switch ways {
 	case 0:
@@ -347,6 +353,9 @@ func New(opt Options) (*Allocator, error) {
 	}
 	p, err := be.reserve(uintptr(reserve), spec.SuperblockSize)
 	if err != nil {
+		if mutant.NewOOMNoWrap {
+			return nil, fmt.Errorf("%v: %w", ErrOutOfMemory, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrOutOfMemory, err)
 	}
 	nsb := uint32(reserve >> spec.SuperblockShift)
@@ -361,6 +370,9 @@ func New(opt Options) (*Allocator, error) {
 	switch {
 	case decay == 0:
 		decay = time.Second
+		if mutant.DefaultDecay {
+			decay = 10 * time.Second
+		}
 	case decay < 0:
 		decay = 0
 	}
@@ -560,7 +572,9 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 // counts as committed from now on. Under a.mu.
 func (a *Allocator) takeDirty(sb *superblock) (fresh bool) {
 	if sb.dirty {
-		a.counts.dirtyPooled--
+		if !mutant.TakeDirtyNoPooled {
+			a.counts.dirtyPooled--
+		}
 		return false
 	}
 	a.counts.committed++
@@ -641,7 +655,7 @@ func (a *Allocator) decayPool(now int64) {
 	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
 		a.decommitPool(a.retain/2, now-a.decay)
 	}
-	if a.counts.dirtyPooled > a.retain && a.timer == nil && !a.closed.Load() {
+	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
 		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)
 	}
 }
@@ -653,7 +667,7 @@ func (a *Allocator) decayLater() {
 	if !mutant.TimerNotCleared {
 		a.timer = nil
 	}
-	if !a.closed.Load() && a.counts.dirtyPooled > a.retain {
+	if (!a.closed.Load() || mutant.DecayAfterClose) && a.counts.dirtyPooled > a.retain {
 		a.decayPool(a.now())
 	}
 }
@@ -670,7 +684,7 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 	young, all := int64(never), true
 	defer func() {
 		switch {
-		case !all || err != nil:
+		case !all || err != nil && !mutant.DecayErrKeepsNext:
 			a.decayNext = 0
 		case young == never:
 			a.decayNext = never
@@ -725,6 +739,9 @@ func (a *Allocator) decommit(lo, hi uint32) error {
 	}
 	p := unsafe.Add(a.start, uintptr(lo)<<spec.SuperblockShift)
 	if err := a.be.decommit(p, uintptr(hi-lo)<<spec.SuperblockShift); err != nil {
+		if mutant.TrimErrNoWrap {
+			return fmt.Errorf("refalloc: returning memory to the OS: %v", err)
+		}
 		return fmt.Errorf("refalloc: returning memory to the OS: %w", err)
 	}
 	for i := lo; i < hi; i++ {
@@ -751,7 +768,11 @@ func (a *Allocator) Trim() error {
 	if mutant.TrimNoop {
 		return nil
 	}
-	return a.decommitPool(0, 1<<63-1)
+	err := a.decommitPool(0, 1<<63-1)
+	if mutant.TrimNoErr {
+		return nil
+	}
+	return err
 }
 
 // lateDouble records a double free found after the call that made it returned

@@ -250,14 +250,18 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	u := spec.LargeUsable(n)
 	zero := func(old uint32, dirtySB []bool) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
-		if a.debug && len(dirtySB) > 0 {
+		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
 			a.verifyLargePoison(r[lo:], dirtySB, 0)
 		}
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
 			if lo := (int(old) + j) << spec.SuperblockShift; d && !mutant.LargeGrowDirty {
-				clear(r[lo:min(u, lo+spec.SuperblockSize)])
+				end := lo + spec.SuperblockSize
+				if mutant.LargeGrowPage {
+					end = lo + spec.PageSize
+				}
+				clear(r[lo:min(u, end)])
 			}
 		}
 	}

@@ -88,14 +88,14 @@ func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 			drop()
 		}
 		k := spec.Large
-		if n <= spec.MaxSmall {
+		if n < spec.MaxSmall || n == spec.MaxSmall && !mutant.ReallocSelfClass {
 			k = spec.SizeToClass(n)
 		}
 		return nil, c.reject(errDouble(uintptr(unsafe.Pointer(p)), k))
 	}
 	yield(YieldReallocMoved)
 	src := b[:keep-int(b2i(mutant.ReallocShortCopy && keep > 0))]
-	if c.a.guard.on {
+	if c.a.guard.on && (c.a.guard.sampled || !mutant.CopyOutUnsampled) {
 		c.a.copyOut(nb, src) // GUARD-FAULT: never from memory it protected
 	} else {
 		copy(nb, src)
@@ -121,7 +121,9 @@ func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
 		clear(b[keep:cap(b)])
 		return b[:n], true
 	}
-	if n <= spec.MaxSmall || c.closed || c.a.closed.Load() {
+	// Past MaxAlloc the run's length would not even fit its uint32 (n>>16
+	// wraps from 2^48 on): the moving path says ErrTooLarge.
+	if n <= spec.MaxSmall || n > spec.MaxAlloc && !mutant.ReallocHuge || c.closed || c.a.closed.Load() {
 		return nil, false
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base
@@ -157,12 +159,12 @@ func (c *Cache) resizable(b []byte, n int) bool {
 	case stateSmall:
 		// n may exceed MaxSmall when b is stale: a large object's slice whose
 		// superblock is small now.
-		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) {
+		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) && !mutant.ResizableNoCap {
 			return false
 		}
 		rel := uint32(off) & (spec.SuperblockSize - 1)
 		idx := rel / uint32(cap(b))
-		if rel%uint32(cap(b)) != 0 || idx >= uint32(spec.ClassObjects(int(k)))+uint32(b2i(mutant.ResizableTail)) {
+		if rel%uint32(cap(b)) != 0 && !mutant.ResizableNoSlot || idx >= uint32(spec.ClassObjects(int(k)))+uint32(b2i(mutant.ResizableTail)) {
 			return false
 		}
 		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}

@@ -165,6 +165,24 @@ const (
 	RerouteOrphanOnly    = false
 	RecentFromNext       = false
 	SmallKeepsSite       = false
+	LargeGrowPage        = false
+	ResizableNoCap       = false
+	ResizableNoSlot      = false
+	ReallocSelfClass     = false
+	ReserveMaxExcl       = false
+	ReserveRoundDown     = false
+	DefaultReserveHalf   = false
+	DefaultDecay         = false
+	NewOOMNoWrap         = false
+	TakeDirtyNoPooled    = false
+	TimerWithinRetain    = false
+	DecayAfterClose      = false
+	TrimErrNoWrap        = false
+	ReallocHuge          = false
+	CopyOutUnsampled     = false
+	LargeGrowVerifyOne   = false
+	DecayErrKeepsNext    = false
+	TrimNoErr            = false
 )
 
 func Drop() bool { return false }
