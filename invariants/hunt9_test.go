@@ -31,6 +31,25 @@ func fires(t *testing.T, rule, detail string, vs []*invariants.Violation) {
 	t.Fatalf("no %s violation saying %q; got %q", rule, detail, got)
 }
 
+// aBreak is a snapshot broken by hand, and what the check of rule that sees
+// it must say.
+type aBreak struct {
+	name, detail string
+	breakIt      func(s *impl.Snapshot)
+}
+
+// firesEach checks each break on a clean snapshot of h (fires).
+func firesEach(t *testing.T, h *invariants.Harness, rule string, breaks []aBreak) {
+	t.Helper()
+	for _, cs := range breaks {
+		t.Run(cs.name, func(t *testing.T) {
+			s := clean(t, h)
+			cs.breakIt(s)
+			fires(t, rule, cs.detail, invariants.Check(s, h.M))
+		})
+	}
+}
+
 // sbAt is the state of superblock i in s.
 func sbAt(t *testing.T, s *impl.Snapshot, i int) *impl.SuperblockState {
 	t.Helper()
@@ -97,10 +116,7 @@ func fresh64(t *testing.T) (h *invariants.Harness, c, d, k int) {
 func TestConserveNamesEachBreak(t *testing.T) {
 	h, c, d, k := fresh64(t)
 	rule := spec.RuleConserve
-	cases := []struct {
-		name, detail string
-		breakIt      func(s *impl.Snapshot)
-	}{
+	cases := []aBreak{
 		{"held by two caches", "is held by caches", func(s *impl.Snapshot) {
 			dc := cacheOf(t, s, d)
 			dc.Held = append(dc.Held, cacheOf(t, s, c).Held...)
@@ -144,13 +160,7 @@ func TestConserveNamesEachBreak(t *testing.T) {
 			s.FreeRuns = []impl.Run{{Start: smallOf(t, s, k).Index, N: 1}}
 		}},
 	}
-	for _, cs := range cases {
-		t.Run(cs.name, func(t *testing.T) {
-			s := clean(t, h)
-			cs.breakIt(s)
-			fires(t, rule, cs.detail, invariants.Check(s, h.M))
-		})
-	}
+	firesEach(t, h, rule, cases)
 	// A large object: its last superblock not in use, its span too long.
 	must(t, h.Alloc(c, 100_000, 1))
 	for name, breakIt := range map[string]func(s *impl.Snapshot) string{
@@ -202,10 +212,7 @@ func TestCoherentNamesEachBreak(t *testing.T) {
 		t.Fatalf("cache %d has no entry (mine %v) of class %d: %+v", id, mine, k, cs.Entries)
 		return nil
 	}
-	for _, cs := range []struct {
-		name, detail string
-		breakIt      func(s *impl.Snapshot)
-	}{
+	firesEach(t, h, spec.RuleCacheCoherent, []aBreak{
 		{"remote tag", "remote tag", func(s *impl.Snapshot) { smallOf(t, s, k).RemoteTags[0]++ }},
 		{"retired tag as generation", "remote tag", func(s *impl.Snapshot) {
 			st := smallOf(t, s, k)
@@ -222,13 +229,7 @@ func TestCoherentNamesEachBreak(t *testing.T) {
 		{"mine, stale magic", "'mine' entry", func(s *impl.Snapshot) { entry(s, c, true).Magic++ }},
 		{"mine, stale objects", "'mine' entry", func(s *impl.Snapshot) { entry(s, c, true).Objects++ }},
 		{"not mine, current, stale size", "current generation but stale fields", func(s *impl.Snapshot) { entry(s, d, false).Size++ }},
-	} {
-		t.Run(cs.name, func(t *testing.T) {
-			s := clean(t, h)
-			cs.breakIt(s)
-			fires(t, spec.RuleCacheCoherent, cs.detail, invariants.Check(s, h.M))
-		})
-	}
+	})
 }
 
 // TestLifecycleNamesEachBreak (LIFECYCLE): a superblock on two of its owner's
@@ -249,10 +250,7 @@ func TestLifecycleNamesEachBreak(t *testing.T) {
 	if s := clean(t, h); len(cacheOf(t, s, c).Partial[k]) != 1 {
 		t.Fatalf("partial %v", cacheOf(t, s, c).Partial[k])
 	}
-	for _, cs := range []struct {
-		name, detail string
-		breakIt      func(s *impl.Snapshot)
-	}{
+	firesEach(t, h, spec.RuleLifecycle, []aBreak{
 		{"on its partial and full lists", "is on cache", func(s *impl.Snapshot) {
 			cc := cacheOf(t, s, c)
 			cc.Full[k] = append(cc.Full[k], cc.Partial[k]...)
@@ -265,13 +263,7 @@ func TestLifecycleNamesEachBreak(t *testing.T) {
 			cc := cacheOf(t, s, c)
 			cc.Full[k], cc.Partial[k] = cc.Partial[k], nil
 		}},
-	} {
-		t.Run(cs.name, func(t *testing.T) {
-			s := clean(t, h)
-			cs.breakIt(s)
-			fires(t, spec.RuleLifecycle, cs.detail, invariants.Check(s, h.M))
-		})
-	}
+	})
 }
 
 // TestStatsChecksNameEachBreak (STATS-LEAD, STATS-LAG): a held group whose
