@@ -229,16 +229,7 @@ func TestGenerationWrapInGuardedLife(t *testing.T) {
 // the new layout stays live.
 func wrapInLargeLife(t *testing.T, a *impl.Allocator, end func(c *impl.Cache, big []byte)) {
 	t.Helper()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	first := allocN(t, c, 48)
-	x := allocN(t, c, 48)
-	i := sbOf(a, x)
-	entryGen := genOf(t, a, i)
-	must(t, d.Free(first))
-	must(t, d.Free(x)) // d has a "not mine" entry: class 48, this generation
-	c.Flush()          // collected, empty, released
-	must(t, impl.FastForward(a, i, impl.DeadTag-1))
+	c, d, i, entryGen := notMineEntryBeforeWrap(t, a, 48)
 	big := allocN(t, c, spec.SuperblockSize) // the period that wraps is a large one
 	if sbOf(a, big) != i {
 		t.Fatal("the large object is not on the superblock")

@@ -108,6 +108,25 @@ func TestFrontFreeDeclinedFillIsNoHit(t *testing.T) {
 	}
 }
 
+// notMineEntryBeforeWrap leaves cache d a "not mine" entry for superblock i,
+// made by two remote frees of c's objects of size bytes at generation
+// entryGen; then c releases the superblock, and its generation is fast-forwarded
+// to DeadTag-1, the last period before the wrap.
+func notMineEntryBeforeWrap(t *testing.T, a *impl.Allocator, size int) (c, d *impl.Cache, i int, entryGen uint32) {
+	t.Helper()
+	c, _ = a.NewCache()
+	d, _ = a.NewCache()
+	first := allocN(t, c, size)
+	x := allocN(t, c, size)
+	i = sbOf(a, x)
+	entryGen = genOf(t, a, i)
+	must(t, d.Free(first))
+	must(t, d.Free(x)) // d's entry: "not mine", this class, this generation
+	c.Flush()          // collected, empty, released
+	must(t, impl.FastForward(a, i, impl.DeadTag-1))
+	return c, d, i, entryGen
+}
+
 // TestStaleEntryAfterWrapSameLayout (CACHE-COHERENT, FREE-DOUBLE): an entry is
 // current only for the remote set it was filled from. After the generation
 // wraps (the set retired, a new one made) and comes back to the entry's, in a
@@ -120,16 +139,7 @@ func TestStaleEntryAfterWrapSameLayout(t *testing.T) {
 	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	first := allocN(t, c, 64)
-	x := allocN(t, c, 64)
-	i := sbOf(a, x)
-	entryGen := genOf(t, a, i)
-	must(t, d.Free(first))
-	must(t, d.Free(x)) // d has a "not mine" entry: class 64, this generation
-	c.Flush()          // collected, empty, released
-	must(t, impl.FastForward(a, i, impl.DeadTag-1))
+	c, d, i, entryGen := notMineEntryBeforeWrap(t, a, 64)
 	for n := 0; genOf(t, a, i) != entryGen; n++ { // real periods across the wrap
 		y := allocN(t, c, 64)
 		if sbOf(a, y) != i || n == 3 {
