@@ -53,10 +53,13 @@ type cworker struct {
 func RunConcurrent(data []byte) error {
 	opt := impl.Options{Reserve: 32 * spec.SuperblockSize}
 	if len(data) > 0 {
-		// Header: bits 0-1 the superblock-cache ways, bit 2 debug mode, bit 3
-		// guard mode (GUARD-FAULT), every small allocation sampled, or one in
-		// 3 with bit 4.
+		// Header: bits 0-1 the superblock-cache ways (with bit 5, 64 or
+		// 128 by bit 0), bit 2 debug mode, bit 3 guard mode (GUARD-FAULT),
+		// every small allocation sampled, or one in 3 with bit 4.
 		opt.SuperblockCacheWays = []int{16, 1, 8, 32}[data[0]&3]
+		if data[0]&32 != 0 {
+			opt.SuperblockCacheWays = []int{64, 128}[data[0]&1]
+		}
 		opt.Debug = data[0]&4 != 0
 		if data[0]&8 != 0 {
 			opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: []int{1, 3}[data[0]>>4&1]}

@@ -80,7 +80,7 @@ func seedPrograms() []Program {
 			api = append(api, cmd(OpFreeLocal, 0, 0, 0, uint16(i), 0), cmd(OpRealloc, uint8(i), uint16(i), uint8(BadDoubleKind), uint16(i), 3<<2|16))
 		}
 	}
-	for _, ways := range []uint8{0x00, 0x10, 0x20, 0x30} {
+	for _, ways := range []uint8{0x00, 0x10, 0x20, 0x30, 0x14, 0x24} {
 		ps = append(ps, Program{Header: ways | 1, Cmds: api})
 	}
 	ps = append(ps, Program{Header: 0x18, Cmds: api}) // 8 ways, debug
@@ -159,6 +159,8 @@ func FuzzConcurrent(f *testing.F) {
 	f.Add(guarded)
 	guarded = append([]byte{8 | 16 | 4}, seed[1:]...)
 	f.Add(guarded)
+	f.Add(append([]byte{32}, seed[1:]...))     // 64 ways
+	f.Add(append([]byte{32 | 1}, seed[1:]...)) // 128 ways
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4*StepSize*64 {
 			data = data[:4*StepSize*64]

@@ -70,8 +70,8 @@ type Cmd struct {
 // Program is a header and commands.
 type Program struct {
 	// Header: bits 0-1: a reservation of 16<<n superblocks; bits 4-5: 16, 8,
-	// 32 or 1 superblock-cache ways; bit 2: one way whatever bits 4-5 say (as
-	// before they said anything); bit 3: debug mode; bit 6: guard mode
+	// 32 or 1 superblock-cache ways, or with bit 2: 1, 64, 128 or 64 (bit 2
+	// alone was one way before bits 4-5 said anything); bit 3: debug mode; bit 6: guard mode
 	// (GUARD-FAULT) with every small allocation sampled, or, with bit 7, one
 	// in 3 and a quarantine of one object.
 	Header uint8
@@ -122,7 +122,7 @@ func Encode(p Program) []byte {
 func (p Program) Options() impl.Options {
 	ways := [4]int{16, 8, 32, 1}[p.Header>>4&3]
 	if p.Header&4 != 0 {
-		ways = 1
+		ways = [4]int{1, 64, 128, 64}[p.Header>>4&3]
 	}
 	opt := impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
 	if p.Header&64 != 0 {

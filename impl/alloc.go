@@ -59,18 +59,23 @@
 // Counters are full-width uint64, one set per cache, summed by Stats.
 //
 // The free path (CACHE-COHERENT). Free maps an address to its superblock through a
-// small direct-mapped cache in each Cache (32 ways by default, indexed by
-// superblock number & 31, 64-byte entries) holding what the free needs: the header,
+// small direct-mapped cache in each Cache (128 ways by default, indexed by
+// superblock number & 127, 64-byte entries) holding what the free needs: the header,
 // the class's size, its index magic, the generation, and whether the cache owns the
-// superblock. A hit is one indexed load and a compare. 32 ways rather than 16
-// since issue 12: a cache whose live set is spread over 17 to 32 superblocks
-// (larson 100-200 on one goroutine once it adopts the idle main goroutine's
-// superblocks) missed on 40% of its frees with 16 and on none with 32, and the
-// entries cost nothing more (the array always has 32; fewer ways only mask the
-// index). Measured side by side (4 interleaved runs, medians of within-run
-// ratios against 16 ways): larson 8-1000 1.04x (T=1) and 1.06x (T=2) the
-// throughput, larson 100-200 1.04x, pairs unchanged; with orphanFull (below)
-// 16 ways lost 20% on larson 100-200 T=1 and 32 ways none. Superblocks are reused
+// superblock. A hit is one indexed load and a compare. The ways grew with the
+// live sets measured: 16, then 32 when a cache adopting larson 100-200's idle main
+// goroutine's superblocks spread over 17 to 32 of them (40% of its frees missed
+// with 16, none with 32), then 128 in issue 12 when larson 8-1000 on one
+// goroutine, 28 classes and about 100 superblocks, missed on 46% of its frees
+// with 32 ways and 13% with 64; a miss (the header's chunk, its shared line, the
+// remote set, a 64-byte fill, then the fast path again) cost about 150
+// instructions, counted with callgrind. With 128 ways it hits 99.98% of its
+// frees and runs 1.21x (1.20-1.26) the throughput of 32 ways at T=1 (allocbench
+// sweep, 3 interleaved runs, within-run ratios); larson 100-200, whose 30
+// superblocks fit in 32 ways already, 0.99x (T=1) and 1.03x (T=2); larson
+// 8-1000 at T=2, where the remote frees of the successors miss whatever the
+// ways, 0.96x (0.89-1.15). The entries cost nothing more than their memory
+// (8 KiB a cache; fewer ways only mask the index). Superblocks are reused
 // across classes and owners, so an entry can go stale; SPEC.md gives the argument
 // why a hit never acts on stale fields: only an owner changes an owned superblock,
 // and it invalidates its own entry when it does; every other entry is checked by
@@ -206,8 +211,8 @@ type Options struct {
 	// is a Go-heap arena). When it is exhausted Alloc returns ErrOutOfMemory.
 	Reserve int
 	// SuperblockCacheWays is the number of entries of each Cache's superblock
-	// cache: 1, 8, 16 or 32. 0 means 32 (the entries are there whatever the
-	// count: fewer ways only mask the index).
+	// cache: 1, 8, 16, 32, 64 or 128. 0 means 128 (the entries are there
+	// whatever the count: fewer ways only mask the index).
 	SuperblockCacheWays int
 	// OnError, when set, is called with every bad free detected after the call
 	// that made it returned (a remote double free found when the owner collects).
@@ -251,7 +256,7 @@ type Options struct {
 // publishBatch bounds the unpublished local frees of one superblock (STATS-LAG).
 const publishBatch = 64
 
-const maxWays = 32
+const maxWays = 128
 
 // chunkShift: headers are allocated 512 at a time, as the pool first reaches them.
 const (
@@ -339,13 +344,13 @@ func New(opt Options) (*Allocator, error) {
 	ways := opt.SuperblockCacheWays
 	switch ways {
 	case 0:
-		ways = 32
-		if mutant.Ways16 {
-			ways = 16
+		ways = maxWays
+		if mutant.Ways64 {
+			ways = 64
 		}
-	case 1, 8, 16, 32:
+	case 1, 8, 16, 32, 64, 128:
 	default:
-		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16 or 32, not %d", ways)
+		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16, 32, 64 or 128, not %d", ways)
 	}
 	be := defaultBackend()
 	if opt.HeapBackend {

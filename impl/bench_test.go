@@ -79,10 +79,10 @@ func benchCache(b *testing.B) *impl.Cache {
 // BenchmarkScatteredFree is larson 100–200 on one cache: a slot array of 5000
 // objects of 100–200 bytes; each op frees a random slot and allocates a new
 // object into it, so frees scatter over every superblock the array spans. It
-// reports the superblock-cache miss rate per free for 1, 8, 16 and 32 ways
+// reports the superblock-cache miss rate per free for 1, 8, 16, 32, 64 and 128 ways
 // (CACHE-COHERENT's cache; issue #3's sweep).
 func BenchmarkScatteredFree(b *testing.B) {
-	for _, ways := range []int{1, 8, 16, 32} {
+	for _, ways := range []int{1, 8, 16, 32, 64, 128} {
 		b.Run(fmt.Sprintf("ways=%d", ways), func(b *testing.B) {
 			a, err := impl.New(impl.Options{SuperblockCacheWays: ways})
 			if err != nil {

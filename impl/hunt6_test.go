@@ -15,9 +15,9 @@ import (
 )
 
 // TestNewRejectsBadOptions (MEM-ACCOUNT: Stats.Reserved is the reservation
-// asked for; CACHE-COHERENT: W is 1, 8, 16 or 32): New refuses a Reserve
-// outside [0, MaxAlloc] and a way count outside those four, and takes each
-// of the four, 0 meaning 32. Nothing else in the suite asks for a bad
+// asked for; CACHE-COHERENT: W is 1, 8, 16, 32, 64 or 128): New refuses a
+// Reserve outside [0, MaxAlloc] and a way count outside those six, and takes
+// each of the six, 0 meaning 128. Nothing else in the suite asks for a bad
 // option. A Reserve past MaxAlloc is refused before anything is mapped, so
 // it is an option error, not ErrOutOfMemory. Slips: the range check drops
 // its upper bound (the mmap backend maps the terabyte, NORESERVE); the way
@@ -32,14 +32,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			t.Errorf("New with Reserve %d: %v, want an option error", r, err)
 		}
 	}
-	for _, w := range []int{-1, 2, 4, 31, 64} {
+	for _, w := range []int{-1, 2, 4, 31, 48, 129, 256} {
 		a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, SuperblockCacheWays: w})
 		if err == nil {
 			a.Close()
 			t.Errorf("New with SuperblockCacheWays %d succeeded, want an option error", w)
 		}
 	}
-	for w, want := range map[int]int{0: 32, 1: 1, 8: 8, 16: 16, 32: 32} {
+	for w, want := range map[int]int{0: 128, 1: 1, 8: 8, 16: 16, 32: 32, 64: 64, 128: 128} {
 		a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, SuperblockCacheWays: w})
 		must(t, err)
 		if got := a.Snapshot().Ways; got != want {

@@ -72,7 +72,7 @@ func TestSnapshotShowsHeldToken(t *testing.T) {
 // bit only.
 func TestFrontFreeDeclinedFillIsNoHit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	a, err := impl.New(impl.Options{Reserve: 512 * spec.SuperblockSize}) // room for a large object in every way
 	must(t, err)
 	defer a.Close()
 	x, err := a.Alloc(64)

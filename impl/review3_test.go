@@ -8,17 +8,17 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
-// TestDefaultWaysHoldLiveSetOf32 (CACHE-COHERENT: 32 ways by default): frees
-// that go round 32 consecutive superblocks, again and again, all hit the
-// superblock cache after the first round. With 16 ways every one of them
+// TestDefaultWaysHoldLiveSetOf128 (CACHE-COHERENT: 128 ways by default): frees
+// that go round 128 consecutive superblocks, again and again, all hit the
+// superblock cache after the first round. With 64 ways every one of them
 // would evict another's entry and miss.
-func TestDefaultWaysHoldLiveSetOf32(t *testing.T) {
+func TestDefaultWaysHoldLiveSetOf128(t *testing.T) {
 	a, err := impl.New(impl.Options{Reserve: 64 << 20})
 	must(t, err)
 	defer a.Close()
 	c, _ := a.NewCache()
 	per := spec.ClassObjects(spec.SizeToClass(1000))
-	const sbs = 32
+	const sbs = 128
 	objs := make([][]byte, sbs*per)
 	for i := range objs {
 		objs[i], err = c.Alloc(1000)
@@ -40,7 +40,7 @@ func TestDefaultWaysHoldLiveSetOf32(t *testing.T) {
 	}
 	c.Flush()
 	if m := a.Stats().SuperblockCacheMisses - before; m != 0 {
-		t.Fatalf("%d superblock cache misses freeing round 32 superblocks whose entries were filled, want 0 (the default has 32 ways)", m)
+		t.Fatalf("%d superblock cache misses freeing round %d superblocks whose entries were filled, want 0 (the default has 128 ways)", m, sbs)
 	}
 	for s := range sbs {
 		for r := 4; r < per; r++ {

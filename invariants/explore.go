@@ -57,7 +57,7 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 		Rounds:  20,
 		Options: impl.Options{
 			Reserve:             (4 + ch.Intn(5, "superblocks")) * spec.SuperblockSize,
-			SuperblockCacheWays: []int{1, 8, 16, 32}[ch.Intn(4, "ways")],
+			SuperblockCacheWays: []int{1, 8, 16, 32, 64, 128}[ch.Intn(6, "ways")],
 			Debug:               ch.Intn(3, "debug") == 0,
 			Retain:              []int{0, -1}[ch.Intn(2, "retain")],
 		},

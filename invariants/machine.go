@@ -20,7 +20,7 @@ type machine struct {
 func newMachine(t *rapid.T) *machine {
 	opt := impl.Options{
 		Reserve:             rapid.SampledFrom([]int{16, 32, 64}).Draw(t, "superblocks") * spec.SuperblockSize,
-		SuperblockCacheWays: rapid.SampledFrom([]int{1, 8, 16, 32}).Draw(t, "ways"), // every valid count
+		SuperblockCacheWays: rapid.SampledFrom([]int{1, 8, 16, 32, 64, 128}).Draw(t, "ways"), // every valid count
 		// Retain: keep everything (the default, 32 MiB), a few superblocks,
 		// or return memory at once: superblocks come back fresh from the OS.
 		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),

@@ -26,7 +26,7 @@ type SoakConfig struct {
 	// Reserve is the reservation in bytes [8 MiB]: small, so superblocks are
 	// reused across classes and owners and the allocator runs out of memory.
 	Reserve int
-	Ways    int // superblock-cache ways [16]
+	Ways    int // superblock-cache ways (0: impl's default)
 	// Debug runs the Allocator in debug mode (freed memory poisoned, checked on
 	// reuse): a write after free is reported, and none is made.
 	Debug bool
@@ -73,6 +73,7 @@ type LeadObservation struct {
 // SoakReport is what a soak did and found.
 type SoakReport struct {
 	Config                                   SoakConfig
+	Ways                                     int // the superblock cache's, as the allocator took Config.Ways
 	Elapsed                                  time.Duration
 	Ops, Allocs, Frees, RemoteFrees, Handoff uint64
 	FrontCalls, BadFrees, OOMs, Reopens      uint64
@@ -181,7 +182,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 		}
 		s.workers = append(s.workers, w)
 	}
-	rep := &SoakReport{Config: cfg}
+	rep := &SoakReport{Config: cfg, Ways: sh.A.Snapshot().Ways}
 	lead := make([]LeadObservation, spec.NumClasses)
 	var wg sync.WaitGroup
 	for _, w := range s.workers {
@@ -559,7 +560,7 @@ func (r *SoakReport) String() string {
 		mode += fmt.Sprintf(", guard mode (sample rate %d)", g.SampleRate)
 	}
 	fmt.Fprintf(&b, "refcheck: %d goroutines, %v, seed %d, reserve %d KiB, %d ways%s\n\n",
-		r.Config.Goroutines, r.Elapsed.Round(time.Millisecond), r.Config.Seed, r.Config.Reserve>>10, max(r.Config.Ways, 16), mode)
+		r.Config.Goroutines, r.Elapsed.Round(time.Millisecond), r.Config.Seed, r.Config.Reserve>>10, r.Ways, mode)
 	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| operations | %d (%.0f/s) |\n", r.Ops, float64(r.Ops)/r.Elapsed.Seconds())
 	fmt.Fprintf(&b, "| allocations / frees | %d / %d |\n", r.Allocs, r.Frees)

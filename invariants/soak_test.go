@@ -32,6 +32,7 @@ func TestStressOracle(t *testing.T) {
 		{16, false, impl.GuardOptions{Enabled: true, SampleRate: 7, QuarantineObjects: 64}},
 		{32, true, impl.GuardOptions{}},
 		{16, true, impl.GuardOptions{Enabled: true, SampleRate: 1}},
+		{128, false, impl.GuardOptions{}},
 	} {
 		ways := tc.ways
 		rep, err := invariants.Soak(invariants.SoakConfig{

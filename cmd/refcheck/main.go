@@ -28,7 +28,7 @@ func main() {
 	goroutines := flag.Int("goroutines", 4*runtime.GOMAXPROCS(0), "worker goroutines, each with its own cache")
 	seed := flag.Uint64("seed", 0, "seed of the workers' operations (0: from the clock)")
 	reserve := flag.String("reserve", "", "reservation size, e.g. 24MiB (default: 3 MiB per goroutine)")
-	ways := flag.Int("ways", 16, "superblock-cache ways: 1, 8, 16 or 32")
+	ways := flag.Int("ways", 16, "superblock-cache ways: 1, 8, 16, 32, 64 or 128 (0: the default, 128)")
 	every := flag.Duration("check-every", 100*time.Millisecond, "time between invariant checks")
 	debug := flag.Bool("debug", false, "debug mode: freed memory poisoned, writes after free reported (none is made)")
 	guard := flag.Int("guard", 0, "guard mode, sampling one small allocation in this many (0: off; -1: large objects only)")

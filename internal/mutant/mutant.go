@@ -95,7 +95,7 @@ var All = []Mutant{
 	{"largegrowexact", "ZEROED", "Cache.Realloc", "a large object does not grow in place into a free run exactly as long as it needs"},
 	{"orphanfreedfull", "LIFECYCLE", "Cache.Alloc", "a refill orphans a full superblock its owner frees into, which the owner's next free must adopt back"},
 	{"noreroute", "LIFECYCLE", "Cache.Free", "a notify that pushed a superblock onto a stack whose cache gave it up meanwhile (orphanFull) leaves it there: the idle owner never forwards it"},
-	{"ways16", "CACHE-COHERENT", "Options.SuperblockCacheWays", "the superblock cache's default is 16 ways, not 32"},
+	{"ways64", "CACHE-COHERENT", "Options.SuperblockCacheWays", "the superblock cache's default is 64 ways, not 128"},
 	{"dirtyscanshort", "MEM-ACCOUNT", "Cache.Alloc", "a refill's scan of the groups handed out before stops one short, skipping the group just taken: a fresh group's pages are touched instead"},
 	{"staleownerfreed", "LIFECYCLE", "Cache.Alloc", "a superblock taken from the pool or adopted at refill keeps the ownerFreed of its last owner: full, it is never orphaned"},
 	{"copyquarantinedsrc", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc in guard mode checks only its new object for quarantine: a free of its source racing it makes the copy fault"},

@@ -77,7 +77,7 @@ const (
 	OrphanFreedFull      = false
 	NoReroute            = false
 	RefillNoDrain        = false
-	Ways16               = false
+	Ways64               = false
 	DirtyScanShort       = false
 	StaleOwnerFreed      = false
 	CopyQuarantinedSrc   = false

@@ -94,7 +94,7 @@ var (
 	OrphanFreedFull      = on("orphanfreedfull")
 	NoReroute            = on("noreroute")
 	RefillNoDrain        = on("refillnodrain")
-	Ways16               = on("ways16")
+	Ways64               = on("ways64")
 	DirtyScanShort       = on("dirtyscanshort")
 	StaleOwnerFreed      = on("staleownerfreed")
 	CopyQuarantinedSrc   = on("copyquarantinedsrc")

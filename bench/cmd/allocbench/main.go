@@ -165,7 +165,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.statsRounds, "stats-rounds", 0, "stats overhead: rounds per run (default 7; 3 with -quick)")
 	o.sweepThreads = []int{1, 2}
 	fs.Var(intsFlag{&o.sweepThreads}, "sweep-threads", "superblock-cache sweep: thread counts")
-	o.sweepWays = []int{1, 8, 16, 32}
+	o.sweepWays = []int{1, 8, 16, 32, 64, 128}
 	fs.Var(intsFlag{&o.sweepWays}, "sweep-ways", "superblock-cache sweep: ways")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest single measurement")
 	list := fs.Bool("list", false, "list the workloads and allocators and exit")
@@ -420,7 +420,7 @@ func (r *runner) countPlanned() int {
 		n += 2 * o.statsPairs
 	}
 	if o.has("sweep") {
-		n += o.runs * len(o.sweepThreads) * len(o.sweepWays)
+		n += o.runs * len(o.sweepThreads) * len(o.sweepWays) * len(sweepWorkloads)
 	}
 	return n
 }
@@ -525,23 +525,27 @@ func (r *runner) runMemory() {
 	}
 }
 
-// sweepWorkload is larson 100–200: frees scatter over every superblock the
-// slot array spans, which is what the superblock cache is for.
-const sweepWorkload = "larson-100-200"
+// sweepWorkloads are the two larsons: frees scatter over every superblock the
+// slot array spans, which is what the superblock cache is for; 100–200 B
+// spreads them over a few classes (about 30 superblocks on one goroutine),
+// 8–1000 B over 28 (about 100).
+var sweepWorkloads = []string{"larson-100-200", "larson-8-1000"}
 
 func (r *runner) runSweep() {
 	o := r.o
 	for rep := 1; rep <= o.runs; rep++ {
-		for _, t := range o.sweepThreads {
-			for _, ways := range rotate(o.sweepWays, rep-1) {
-				s := Spec{Mode: "sweep", Workload: sweepWorkload, Alloc: bench.RefallocCache, Threads: t, Ways: ways, Params: o.params}
-				m := r.child(s, rep)
-				r.results = append(r.results, m)
-				res := describe(m)
-				if m.SmallFrees > 0 {
-					res += fmt.Sprintf(", hit rate %.4f", 1-float64(m.Misses)/float64(m.SmallFrees))
+		for _, w := range sweepWorkloads {
+			for _, t := range o.sweepThreads {
+				for _, ways := range rotate(o.sweepWays, rep-1) {
+					s := Spec{Mode: "sweep", Workload: w, Alloc: bench.RefallocCache, Threads: t, Ways: ways, Params: o.params}
+					m := r.child(s, rep)
+					r.results = append(r.results, m)
+					res := describe(m)
+					if m.SmallFrees > 0 {
+						res += fmt.Sprintf(", hit rate %.4f", 1-float64(m.Misses)/float64(m.SmallFrees))
+					}
+					r.progress(fmt.Sprintf("sweep run %d/%d %s T=%d ways=%d", rep, o.runs, w, t, ways), res, m.ForeignPct)
 				}
-				r.progress(fmt.Sprintf("sweep run %d/%d T=%d ways=%d", rep, o.runs, t, ways), res, m.ForeignPct)
 			}
 		}
 	}

@@ -28,7 +28,7 @@ func TestMeasure(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, s := range []Spec{
 		{Mode: "suite", Workload: "pair-64-keep1", Alloc: bench.GoHeap, Threads: 1},
-		{Mode: "sweep", Workload: sweepWorkload, Alloc: bench.RefallocCache, Threads: 1, Ways: 8},
+		{Mode: "sweep", Workload: sweepWorkloads[0], Alloc: bench.RefallocCache, Threads: 1, Ways: 8},
 		{Mode: "memory", Workload: "linux-scalability-64", Alloc: bench.RefallocCache, Threads: 2},
 		{Mode: "memory", Workload: "larson-100-200", Alloc: bench.Modernc, Threads: 2},
 		{Mode: "suite", Workload: "grow-cycle", Alloc: bench.RefallocCache, Threads: 1},
@@ -268,20 +268,28 @@ func TestIssue12Targets(t *testing.T) {
 	}) {
 		t.Error("no grow-cycle line for refalloc-shared")
 	}
-	// The ways decision, from the sweep: 32 ways against 16, within each run.
+	// The ways decision, from the sweep: 128 ways against 32, within each
+	// run, on each sweep workload.
 	for _, tc := range []struct {
-		w32, w16 []float64
-		status   string
+		w128, w32 []float64
+		status    string
 	}{{[]float64{30, 31, 20}, []float64{23, 24, 25}, "PASS"}, {[]float64{20, 21, 30}, []float64{23, 24, 25}, "MISS"}} {
-		r := &runner{o: &options{phases: []string{"sweep"}, sweepThreads: []int{1}, sweepWays: []int{1, 16, 32}}}
-		for ways, vs := range map[int][]float64{16: tc.w16, 32: tc.w32} {
-			for i, v := range vs {
-				r.results = append(r.results, Measurement{Spec: Spec{Mode: "sweep", Workload: sweepWorkload, Alloc: c, Threads: 1, Ways: ways}, Rep: i + 1, Value: v})
+		r := &runner{o: &options{phases: []string{"sweep"}, sweepThreads: []int{1}, sweepWays: []int{1, 32, 128}}}
+		for _, w := range sweepWorkloads {
+			for ways, vs := range map[int][]float64{32: tc.w32, 128: tc.w128} {
+				for i, v := range vs {
+					r.results = append(r.results, Measurement{Spec: Spec{Mode: "sweep", Workload: w, Alloc: c, Threads: 1, Ways: ways}, Rep: i + 1, Value: v})
+				}
 			}
 		}
 		ts := r.issue12Targets()
-		if len(ts) != 1 || ts[0].status != tc.status || !strings.Contains(ts[0].what, "32 ways (the default)") {
-			t.Errorf("ways decision %v against %v: %v, want one %s line", tc.w32, tc.w16, ts, tc.status)
+		if len(ts) != len(sweepWorkloads) {
+			t.Errorf("ways decision %v against %v: %v, want a line per sweep workload", tc.w128, tc.w32, ts)
+		}
+		for i, x := range ts {
+			if x.status != tc.status || !strings.Contains(x.what, "128 ways (the default)") || !strings.Contains(x.what, sweepWorkloads[i]) {
+				t.Errorf("ways decision %v against %v: %v, want %s lines, one per sweep workload", tc.w128, tc.w32, x, tc.status)
+			}
 		}
 	}
 	// Nothing with 100 MiB live: the 1.1 target says it was not measured.

@@ -469,13 +469,19 @@ func spread4(s spread) string {
 }
 
 func (r *runner) sweepTable() {
-	r.printf("\n## Superblock-cache sweep (%s, refalloc-cache)\n\n", sweepWorkload)
+	for _, w := range sweepWorkloads {
+		r.sweepTableOf(w)
+	}
+}
+
+func (r *runner) sweepTableOf(w string) {
+	r.printf("\n## Superblock-cache sweep (%s, refalloc-cache)\n\n", w)
 	r.printf("Hit rate = 1 − SuperblockCacheMisses / frees of small objects, in the timed window. " +
 		"\"vs 1 way\": throughput ratio to 1 way within each run.\n\n")
 	r.printf("| T | ways | Mops/s | vs 1 way | hit rate | other CPU %% |\n|---|---|---|---|---|---|\n")
 	for _, t := range r.o.sweepThreads {
 		for _, ways := range r.o.sweepWays {
-			k := key{"sweep", sweepWorkload, t, bench.RefallocCache, ways}
+			k := key{"sweep", w, t, bench.RefallocCache, ways}
 			var hit, foreign []float64
 			for _, m := range r.byRep(k) {
 				if m.SmallFrees > 0 {
@@ -483,7 +489,7 @@ func (r *runner) sweepTable() {
 				}
 				foreign = append(foreign, m.ForeignPct)
 			}
-			vs := spreadOf(r.pairs(k, key{"sweep", sweepWorkload, t, bench.RefallocCache, 1}, speed(true)))
+			vs := spreadOf(r.pairs(k, key{"sweep", w, t, bench.RefallocCache, 1}, speed(true)))
 			h := spreadOf(hit)
 			hs := "n/a"
 			if h.ok() {
@@ -631,14 +637,16 @@ func (r *runner) targets(anchors anchorSet) []target {
 		}
 	}
 	if r.o.has("sweep") && slices.Contains(r.o.sweepWays, 1) && slices.Contains(r.o.sweepWays, 16) {
-		for _, t := range r.o.sweepThreads {
-			v := spreadOf(r.pairs(key{"sweep", sweepWorkload, t, bench.RefallocCache, 16},
-				key{"sweep", sweepWorkload, t, bench.RefallocCache, 1}, speed(true)))
-			if !v.ok() {
-				skip("sweep T=%d: not measured", t)
-				continue
+		for _, w := range sweepWorkloads {
+			for _, t := range r.o.sweepThreads {
+				v := spreadOf(r.pairs(key{"sweep", w, t, bench.RefallocCache, 16},
+					key{"sweep", w, t, bench.RefallocCache, 1}, speed(true)))
+				if !v.ok() {
+					skip("sweep %s T=%d: not measured", w, t)
+					continue
+				}
+				add(v.med >= 1.08, "sweep %s T=%d: 16 ways has %s× the throughput of 1 way (target ≥ 1.08×; the default is 128 since issue 12)", w, t, v)
 			}
-			add(v.med >= 1.08, "sweep %s T=%d: 16 ways has %s× the throughput of 1 way (target ≥ 1.08×; the default is 32 since issue 12)", sweepWorkload, t, v)
 		}
 	}
 	return out
@@ -813,17 +821,24 @@ func (r *runner) issue12Targets() []target {
 			skip("memory: no workload with ≥ 100 MiB live measured through refalloc-cache (fill-mixed has -fill-bytes)")
 		}
 	}
-	// The ways decision: the default (32 ways since issue 12) must not lose
-	// to 16 ways, the default before.
-	if r.o.has("sweep") && slices.Contains(r.o.sweepWays, 16) && slices.Contains(r.o.sweepWays, 32) {
-		for _, t := range r.o.sweepThreads {
-			v := spreadOf(r.pairs(key{"sweep", sweepWorkload, t, bench.RefallocCache, 32},
-				key{"sweep", sweepWorkload, t, bench.RefallocCache, 16}, speed(true)))
-			if !v.ok() {
-				skip("sweep T=%d: 16 and 32 ways not both measured", t)
-				continue
+	// The ways decision: the default (128 ways since issue 12) must not lose
+	// to 32 ways, the default before, or to 16, the one before that.
+	if r.o.has("sweep") && slices.Contains(r.o.sweepWays, 128) {
+		for _, w := range sweepWorkloads {
+			for _, t := range r.o.sweepThreads {
+				for _, old := range []int{16, 32} {
+					if !slices.Contains(r.o.sweepWays, old) {
+						continue
+					}
+					v := spreadOf(r.pairs(key{"sweep", w, t, bench.RefallocCache, 128},
+						key{"sweep", w, t, bench.RefallocCache, old}, speed(true)))
+					if !v.ok() {
+						skip("sweep %s T=%d: %d and 128 ways not both measured", w, t, old)
+						continue
+					}
+					add(v.med >= 1, "sweep %s T=%d: 128 ways (the default) has %s× the throughput of %d ways (target ≥ 1×)", w, t, v, old)
+				}
 			}
-			add(v.med >= 1, "sweep %s T=%d: 32 ways (the default) has %s× the throughput of 16 ways (target ≥ 1×)", sweepWorkload, t, v)
 		}
 	}
 	return out
