@@ -9,18 +9,6 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
-// sbState is superblock i's header as a snapshot shows it.
-func sbState(t *testing.T, a *impl.Allocator, i int) impl.SuperblockState {
-	t.Helper()
-	for _, s := range a.Snapshot().Superblocks {
-		if s.Index == i {
-			return s
-		}
-	}
-	t.Fatalf("superblock %d never used", i)
-	return impl.SuperblockState{}
-}
-
 // TestFlushCollectsFullAnnouncedElsewhere (STATS-EXACT): Flush
 // must collect every owned superblock, the full ones too, not only those on
 // its own stack. A remote free into S, paused after it marked S notified and

@@ -59,9 +59,10 @@ func duringEach(t *testing.T, p *pauseSeq, op func() error, meanwhile ...func())
 // another cache owns. c fills S (class 256: 8 groups) and its refill, paused
 // after its first drain (YieldRefillAcquire), finds S announced on its stack
 // by r's free of object 32; the refill's acquire orphans S (orphanFull), and
-// its second drain pops S, paused there (YieldDrainPop) while d frees object
-// 33 (adopting S, collecting object 32), allocates (object 32; object 33 is
-// now d's held group), and r frees object 33 again: a remote double free of
+// its second drain pops S, paused there (YieldDrainPop) while d frees objects
+// 33 to 47 (the first adopts S, collecting object 32; with 16 free, a
+// sixteenth of S, S is partial: LIFECYCLE), allocates (object 32; objects 33
+// to 47 are now d's held group), and r frees object 33 again: a remote double free of
 // a held object, pending in group 1 only, that pushes nothing (S is still
 // marked notified). It returns S's index and the double-freed object, with
 // the drain done.
@@ -80,6 +81,9 @@ func adoptedOnStack(t *testing.T, a *impl.Allocator, c, r, d *impl.Cache) (int, 
 		func() { must(t, r.Free(s[32])) }, // pending in group 1, S on c's stack
 		func() {
 			must(t, d.Free(s[33])) // adopts S
+			for _, b := range s[34:48] {
+				must(t, d.Free(b)) // S partial
+			}
 			got = allocN(t, d, size)
 			must(t, r.Free(s[33])) // accepted: found later
 		})

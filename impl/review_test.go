@@ -12,6 +12,18 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
+// sbState is superblock i's header as a snapshot shows it.
+func sbState(t *testing.T, a *impl.Allocator, i int) impl.SuperblockState {
+	t.Helper()
+	for _, s := range a.Snapshot().Superblocks {
+		if s.Index == i {
+			return s
+		}
+	}
+	t.Fatalf("superblock %d never used", i)
+	return impl.SuperblockState{}
+}
+
 // sbOf is the index of the superblock holding b.
 func sbOf(a *impl.Allocator, b []byte) int {
 	return int((addrOf(b) - a.Snapshot().Base) >> spec.SuperblockShift)

@@ -445,8 +445,9 @@ func statsFields(s *impl.Snapshot, sbs map[int]small) []*Violation {
 }
 
 // lifecycle (LIFECYCLE): every owned superblock that is not current is on its
-// owner's list for its class, the partial list when it has a free object and
-// the full list when not, where the next refill finds it; none of them, and no
+// owner's list for its class, the partial list when a sixteenth of its objects
+// (at least one) are free, where the next refill finds it, and the full list
+// when fewer are; none of them, and no
 // orphan, is empty (an owner releases a superblock at the free, collection or
 // adoption that empties it; an orphan's remote frees are pending until
 // collected); every orphan is on the central list of its class; and each list
@@ -483,7 +484,7 @@ func lifecycle(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			want = "current"
 		case sb.Orphan:
 			want = "orphan"
-		case free > 0:
+		case free >= max(1, sb.Objects/16):
 			want = "partial"
 		default:
 			want = "full"

@@ -202,4 +202,12 @@ var All = []Mutant{
 	{"largegrowverifyone", "DEBUG-POISON", "Options.Debug", "a large object growing in place verifies the poison of the superblocks it takes only when it takes more than one: a write after free into the one it takes is not reported"},
 	{"decayerrkeepsnext", "MEM-ACCOUNT", "Options.Decay", "a pool walk whose madvise fails keeps the time it computed for the next walk instead of leaving it unknown: the superblocks it failed to return wait another decay before the next release tries them"},
 	{"trimnoerr", "MEM-ACCOUNT", "Allocator.Trim", "Trim drops the error of an madvise that failed and returns nil, the memory still committed"},
+	{"partialminexcl", "LIFECYCLE", "Cache.Free", "a superblock with exactly partialMin free objects stays on the full list: partial takes one more"},
+	{"partialminone", "LIFECYCLE", "Cache.Alloc", "partialMin is 1: every superblock with a free object is partial, and a refill switches superblock for an object or two"},
+	{"nosparserefill", "OOM-REAL", "Cache.Alloc", "a refill that finds nothing outside never takes one of its own superblocks with fewer than partialMin free objects: ErrOutOfMemory with objects of the class free"},
+	{"nosparseadopt", "OOM-REAL", "Cache.Alloc", "acquire adopts only orphans with partialMin free objects: ErrOutOfMemory with objects of the class free in an orphan"},
+	{"orphanfullunfolded", "STATS-EXACT", "Cache.Flush", "orphanFull orphans a full-list superblock with its unpublished local frees, which no Flush then publishes, and may orphan one its owner freed into"},
+	{"adoptpartialexcl", "LIFECYCLE", "Cache.Alloc", "a refill adopts an orphan ahead of the pool only with one more free object than partialMin: an orphan with exactly partialMin free waits, and the pool commits a superblock"},
+	{"adoptanyfirst", "LIFECYCLE", "Cache.Alloc", "a refill adopts an orphan with any free object before it takes the pool's: a sparse orphan becomes current, and the refill switches superblock for an object or two"},
+	{"orphanfulllimit", "LIFECYCLE", "Cache.Alloc", "orphanFull publishes a full-list superblock's local frees without setting its limit anew: the next publication counts from the fold, every acquire restarts it, and superblocks with many free objects stay on the full list"},
 }

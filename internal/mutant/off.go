@@ -183,6 +183,14 @@ const (
 	LargeGrowVerifyOne   = false
 	DecayErrKeepsNext    = false
 	TrimNoErr            = false
+	PartialMinExcl       = false
+	PartialMinOne        = false
+	NoSparseRefill       = false
+	NoSparseAdopt        = false
+	OrphanFullUnfolded   = false
+	AdoptPartialExcl     = false
+	AdoptAnyFirst        = false
+	OrphanFullLimit      = false
 )
 
 func Drop() bool { return false }

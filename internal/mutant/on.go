@@ -200,6 +200,14 @@ var (
 	LargeGrowVerifyOne   = on("largegrowverifyone")
 	DecayErrKeepsNext    = on("decayerrkeepsnext")
 	TrimNoErr            = on("trimnoerr")
+	PartialMinExcl       = on("partialminexcl")
+	PartialMinOne        = on("partialminone")
+	NoSparseRefill       = on("nosparserefill")
+	NoSparseAdopt        = on("nosparseadopt")
+	OrphanFullUnfolded   = on("orphanfullunfolded")
+	AdoptPartialExcl     = on("adoptpartialexcl")
+	AdoptAnyFirst        = on("adoptanyfirst")
+	OrphanFullLimit      = on("orphanfulllimit")
 )
 
 var remoteFrees atomic.Uint64
