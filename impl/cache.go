@@ -486,8 +486,14 @@ func (c *Cache) relist(sb *superblock) {
 		sb.limit = min(publishBatch, sb.objects()-sb.nfree)
 	default:
 		c.moveTo(sb, listFull)
-		sb.limit = min(publishBatch, sb.partialMin()-free)
+		sb.limit = sb.fullLimit()
 	}
+}
+
+// fullLimit is the limit of a superblock on the full list (fewer than
+// partialMin free, localFreed folded): the free that makes it partial.
+func (sb *superblock) fullLimit() int32 {
+	return min(publishBatch, sb.partialMin()-sb.nfree-sb.localFreed)
 }
 
 // partialShare: an owned superblock is partial, where refills look, once a
@@ -891,13 +897,13 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 		// (STATS-EXACT: a Flush does not reach an orphan; LIFECYCLE: a
 		// limit left counting from before the fold would let every acquire
 		// restart it, and the superblock never become partial).
-		switch {
-		case sb.localFreed == 0 || mutant.OrphanFullUnfolded:
-		case mutant.OrphanFullLimit:
+		// Not publishLocal: under a.mu it must not relist (release locks).
+		if sb.localFreed > 0 && !mutant.OrphanFullUnfolded {
 			c.publishFrees(k, sb.foldFreed())
 			sb.ownerFreed = true
-		default:
-			c.publishLocal(sb)
+			if !mutant.OrphanFullLimit {
+				sb.limit = sb.fullLimit()
+			}
 		}
 		// One the owner frees into will be partial again soon, and adopting
 		// it back would cost the owner the central lock: it stays.
