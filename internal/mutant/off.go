@@ -191,6 +191,7 @@ const (
 	AdoptPartialExcl     = false
 	AdoptAnyFirst        = false
 	OrphanFullLimit      = false
+	ZeroOverrun          = false
 )
 
 func Drop() bool { return false }

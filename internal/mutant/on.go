@@ -208,6 +208,7 @@ var (
 	AdoptPartialExcl     = on("adoptpartialexcl")
 	AdoptAnyFirst        = on("adoptanyfirst")
 	OrphanFullLimit      = on("orphanfulllimit")
+	ZeroOverrun          = on("zerooverrun")
 )
 
 var remoteFrees atomic.Uint64
