@@ -201,7 +201,7 @@ func (cc *classCache) pop(b uint32, n int) []byte {
 func object(p unsafe.Pointer, n int, size uint32) []byte {
 	var b []byte
 	h := (*struct {
-		p         unsafe.Pointer
+		p        unsafe.Pointer
 		len, cap int
 	})(unsafe.Pointer(&b))
 	h.p, h.len, h.cap = p, n, int(size)
@@ -340,7 +340,7 @@ func (c *Cache) free(off uintptr) error {
 		return c.freeReject(e, off, idx)
 	}
 	sb := e.sb
-	sb.free[g] |= m
+	*e.freeWord(g) |= m
 	sb.localFreed++ // STATS-LAG: published in batches by publishLocal
 	if sb.localFreed >= sb.limit+b2i(mutant.PublishLate) {
 		c.publishLocal(sb)
@@ -369,7 +369,7 @@ func (c *Cache) notLive(e *sbEntry, g, m uint32) bool {
 	if cc.group != int32(g) || mutant.HeldNotChecked {
 		held = 0
 	}
-	return (e.sb.free[g]|uint32(e.rw[g].Load())|held)&m != 0
+	return (*e.freeWord(g)|uint32(e.word(g).Load())|held)&m != 0
 }
 
 func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {

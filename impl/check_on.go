@@ -34,8 +34,10 @@ func (c *Cache) hitMismatch(e *sbEntry) string {
 			spec.RuleCacheCoherent, sb.idx, e.class, e.gen, state, k, gen)
 	case sb.owner.Load() != c:
 		return fmt.Sprintf("refalloc: %s: entry says superblock %d is mine, header says otherwise", spec.RuleCacheCoherent, sb.idx)
-	case len(e.rw) == 0 || &e.rw[0] != &rs.w[0]:
+	case e.rw == nil || e.rw != &rs.w[0] || e.nrw != uint32(len(rs.w)):
 		return fmt.Sprintf("refalloc: %s: entry of superblock %d has a stale remote set", spec.RuleCacheCoherent, sb.idx)
+	case e.free != &sb.free[0]:
+		return fmt.Sprintf("refalloc: %s: entry of superblock %d has a stale free bitmap", spec.RuleCacheCoherent, sb.idx)
 	case e.size != uint32(spec.ClassSize(int(k))) || e.magic != spec.ClassDivMagic(int(k)) || e.nobj != uint32(spec.ClassObjects(int(k))):
 		return fmt.Sprintf("refalloc: %s: entry of superblock %d has stale class fields", spec.RuleCacheCoherent, sb.idx)
 	}

@@ -3,6 +3,7 @@ package impl
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/spec"
@@ -105,4 +106,17 @@ func (r refusingProtect) protect(p unsafe.Pointer, n uintptr, access bool) error
 		return errors.New("protect refused (test)")
 	}
 	return r.backend.protect(p, n, access)
+}
+
+// StaleFreeWord points cache c's entry for superblock i at a copy of the
+// header's free bitmap, as a fill that kept an old period's bitmap would:
+// Snapshot must show the entry's SameFree false (CACHE-COHERENT). It reports
+// whether c has a mine entry for i.
+func StaleFreeWord(c *Cache, i int) bool {
+	e := c.way(uintptr(i))
+	if !e.mine() || e.tag() != uintptr(i) {
+		return false
+	}
+	e.free = &slices.Clone(e.sb.free)[0]
+	return true
 }

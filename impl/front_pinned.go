@@ -306,7 +306,7 @@ func (a *Allocator) Free(b []byte) error {
 			if idx*e.size == rel && (idx < e.nobj || mutant.LocalTail) && // FREE-INVALID
 				sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate || mutant.PinnedPublishLate) && // STATS-LAG
 				(mutant.NoDoubleFreeCheck || !c.notLive(e, g, m)) { // FREE-DOUBLE
-				sb.free[g] |= m
+				*e.freeWord(g) |= m
 				sb.localFreed++
 				unpin(p, c)
 				return nil

@@ -306,3 +306,39 @@ func TestZeroDirtyEveryClassExact(t *testing.T) {
 		c.Flush()
 	}
 }
+
+// TestSnapshotShowsStaleFreeWord (CACHE-COHERENT): a mine entry keeps a
+// pointer to its superblock's free bitmap; the snapshot compares it with the
+// header's, so that invariants.coherent sees an entry whose bitmap is not the
+// superblock's (a fill that kept an old period's). Slip: the snapshot says
+// SameFree for any entry that has a bitmap.
+func TestSnapshotShowsStaleFreeWord(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	x := allocN(t, c, pSize)
+	y := allocN(t, c, pSize)
+	must(t, c.Free(y)) // fills c's mine entry for the superblock
+	s := sbOf(a, x)
+	entryOf := func() impl.Entry {
+		for _, cs := range a.Snapshot().Caches {
+			for _, e := range cs.Entries {
+				if cs.ID == c.ID() && e.Superblock == s {
+					return e
+				}
+			}
+		}
+		t.Fatalf("cache %d has no entry for superblock %d", c.ID(), s)
+		return impl.Entry{}
+	}
+	if e := entryOf(); !e.Mine || !e.SameFree {
+		t.Fatalf("setup: entry %+v, want mine with the header's free bitmap", e)
+	}
+	if !impl.StaleFreeWord(c, s) {
+		t.Fatal("setup: no mine entry to make stale")
+	}
+	if e := entryOf(); e.SameFree {
+		t.Fatalf("an entry pointing at another free bitmap shows SameFree: %+v", e)
+	}
+}

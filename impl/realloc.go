@@ -167,7 +167,8 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		if rel%uint32(cap(b)) != 0 && !mutant.ResizableNoSlot || idx >= uint32(spec.ClassObjects(int(k)))+uint32(b2i(mutant.ResizableTail)) {
 			return false
 		}
-		e := sbEntry{sb: sb, rw: sb.remote.Load().w, class: k}
+		rs := sb.remote.Load()
+		e := sbEntry{sb: sb, rw: &rs.w[0], nrw: uint32(len(rs.w)), free: &sb.free[0], class: k}
 		return !c.notLive(&e, idx>>5, 1<<(idx&31))
 	}
 	return false

@@ -66,7 +66,7 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 		return remoteNotSlot
 	}
 	g, m := idx>>5, uint32(1)<<(idx&31)
-	w := &e.rw[g]
+	w := e.word(g)
 	if mutant.LostRemote && mutant.Drop() {
 		return remoteDone
 	}

@@ -28,16 +28,41 @@ const noKey = ^uintptr(0)
 type sbEntry struct {
 	// key is the superblock index <<1 | 1 if this cache owns the superblock
 	// ("mine"), so the fast path's hit test is one compare; noKey when empty.
-	key   uintptr
-	sb    *superblock     // the header
-	rw    []atomic.Uint64 // the header's remote words (remoteSet.w) in this generation
-	size  uint32          // class size
-	magic uint32          // spec.ClassDivMagic: index = rel*magic>>32
-	nobj  uint32          // objects in the superblock
-	class uint8           // size class
+	key uintptr
+	sb  *superblock // the header
+	// rw is the first of the header's remote words (remoteSet.w) in this
+	// generation, nrw how many; free, for a mine entry, the first word of the
+	// header's free bitmap (sb.free), which only a new small period (after
+	// the owner dropped this entry) replaces. Pointers, not slices: the free
+	// path indexes them with a group below the class's count (word, freeWord),
+	// without two length loads and bounds checks.
+	rw    *atomic.Uint64
+	free  *uint32
+	size  uint32 // class size
+	magic uint32 // spec.ClassDivMagic: index = rel*magic>>32
+	nobj  uint32 // objects in the superblock
+	class uint8  // size class
 	_     [3]byte
 	gen   uint32 // generation the fields were read in (remote frees only)
-	_     [4]byte
+	nrw   uint32
+	_     [8]byte
+}
+
+// word is remote word g of e's period. g is a group of the class (below
+// nrw): the callers check the index against nobj first.
+func (e *sbEntry) word(g uint32) *atomic.Uint64 {
+	if mutant.Build && g >= e.nrw {
+		panic("refalloc: remote word out of range") // what the slice index did, for mutants that skip the check
+	}
+	return (*atomic.Uint64)(unsafe.Add(unsafe.Pointer(e.rw), uintptr(g)*8))
+}
+
+// freeWord is word g of a mine entry's free bitmap (g as for word).
+func (e *sbEntry) freeWord(g uint32) *uint32 {
+	if mutant.Build && (e.free == nil || g >= uint32(len(e.sb.free))) {
+		panic("refalloc: free word out of range")
+	}
+	return (*uint32)(unsafe.Add(unsafe.Pointer(e.free), uintptr(g)*4))
 }
 
 func (e *sbEntry) tag() uintptr { return e.key >> 1 }
@@ -56,10 +81,16 @@ func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, rs *remoteSet, 
 	if sb.owner.Load() == c || mutant.RemoteIntoLocal {
 		key |= 1
 	}
+	var free *uint32
+	if key&1 != 0 {
+		free = &sb.free[0]
+	}
 	*e = sbEntry{
 		key:   key,
 		sb:    sb,
-		rw:    rs.w,
+		rw:    &rs.w[0],
+		nrw:   uint32(len(rs.w)),
+		free:  free,
 		size:  uint32(spec.ClassSize(int(k))),
 		magic: spec.ClassDivMagic(int(k)),
 		nobj:  uint32(spec.ClassObjects(int(k))),
@@ -74,7 +105,7 @@ func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, rs *remoteSet, 
 func (e *sbEntry) current() bool {
 	gen, _, _ := unpackMeta(e.sb.meta.Load())
 	rs := e.sb.remote.Load()
-	return gen == e.gen && len(rs.w) > 0 && len(e.rw) > 0 && (&rs.w[0] == &e.rw[0] || mutant.CurrentByLen && len(rs.w) == len(e.rw))
+	return gen == e.gen && len(rs.w) > 0 && e.rw != nil && (&rs.w[0] == e.rw || mutant.CurrentByLen && len(rs.w) == int(e.nrw))
 }
 
 // invalidate drops c's entry for sb, if it has one.

@@ -168,6 +168,9 @@ type Entry struct {
 	// SameRemote reports whether the entry's remote words are the header's
 	// current remote set.
 	SameRemote bool
+	// SameFree reports whether the entry's free bitmap is the header's (a
+	// mine entry's; the others keep none).
+	SameFree bool
 }
 
 // LargeObject is a live large object.
@@ -359,12 +362,13 @@ func (c *Cache) snapshot(front bool) CacheState {
 			continue
 		}
 		same := false
-		if rs := e.sb.remote.Load(); len(e.rw) > 0 && len(rs.w) > 0 {
-			same = &e.rw[0] == &rs.w[0]
+		if rs := e.sb.remote.Load(); e.rw != nil && len(rs.w) > 0 {
+			same = e.rw == &rs.w[0] && e.nrw == uint32(len(rs.w))
 		}
+		sameFree := e.free != nil && len(e.sb.free) > 0 && e.free == &e.sb.free[0]
 		cs.Entries = append(cs.Entries, Entry{
 			Way: w, Superblock: int(e.tag()), Class: int(e.class), Size: e.size, Magic: e.magic,
-			Objects: e.nobj, Gen: e.gen, Mine: e.mine(), SameRemote: same,
+			Objects: e.nobj, Gen: e.gen, Mine: e.mine(), SameRemote: same, SameFree: sameFree,
 		})
 	}
 	return cs

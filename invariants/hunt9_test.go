@@ -228,6 +228,7 @@ func TestCoherentNamesEachBreak(t *testing.T) {
 		{"mine, stale size", "'mine' entry", func(s *impl.Snapshot) { entry(s, c, true).Size++ }},
 		{"mine, stale magic", "'mine' entry", func(s *impl.Snapshot) { entry(s, c, true).Magic++ }},
 		{"mine, stale objects", "'mine' entry", func(s *impl.Snapshot) { entry(s, c, true).Objects++ }},
+		{"mine, stale free bitmap", "'mine' entry", func(s *impl.Snapshot) { entry(s, c, true).SameFree = false }},
 		{"not mine, current, stale size", "current generation but stale fields", func(s *impl.Snapshot) { entry(s, d, false).Size++ }},
 	})
 }

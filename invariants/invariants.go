@@ -517,7 +517,7 @@ func coherent(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			switch {
 			case e.Way != e.Superblock%s.Ways:
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d: entry for superblock %d sits in way %d of %d", c.ID, e.Superblock, e.Way, s.Ways))
-			case e.Mine && !(exact && sb.Owner == c.ID):
+			case e.Mine && !(exact && sb.Owner == c.ID && e.SameFree):
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: 'mine' entry for superblock %d is stale (%+v)", c.ID, e.Way, e.Superblock, e))
 			case !e.Mine && ok && sb.Owner == c.ID:
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry says superblock %d is not mine, but it is", c.ID, e.Way, e.Superblock))

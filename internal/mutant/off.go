@@ -5,6 +5,10 @@ package mutant
 // Active is the mutant this run has on: none, in a normal build.
 func Active() string { return "" }
 
+// Build is true in refalloc_mutants builds: checks that only a mutant can
+// fail (an index a mutant no longer bounds) are compiled in there only.
+const Build = false
+
 const (
 	CapacityCredit       = false
 	NoFlushDebit         = false

@@ -22,6 +22,10 @@ func Active() string { return active }
 
 func on(name string) bool { return active == name }
 
+// Build is true in refalloc_mutants builds: checks that only a mutant can
+// fail (an index a mutant no longer bounds) are compiled in there only.
+const Build = true
+
 var (
 	CapacityCredit       = on("capacitycredit")
 	NoFlushDebit         = on("noflushdebit")
