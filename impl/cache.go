@@ -142,7 +142,12 @@ func (c *Cache) Alloc(n int) ([]byte, error) {
 	if b == 0 {
 		return c.allocSlow(n, k)
 	}
-	return cc.pop(b, n), nil
+	// pop, by hand too: with zero inlined it is over the inliner's budget.
+	p := cc.lowest(b)
+	if cc.needzero && !mutant.NoZero { // ZEROED
+		zero(p, uintptr(cc.size))
+	}
+	return object(p, n, cc.size), nil
 }
 
 // AllocAligned is Alloc with the start aligned to align, a power of two up to the
@@ -187,12 +192,18 @@ func (cc *classCache) next() uint32 {
 
 // pop hands out the lowest held object, b being cc.bits.
 func (cc *classCache) pop(b uint32, n int) []byte {
-	cc.bits = b & (b - 1)
-	p := unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))
+	p := cc.lowest(b)
 	if cc.needzero && !mutant.NoZero { // ZEROED
 		zero(p, uintptr(cc.size))
 	}
 	return object(p, n, cc.size)
+}
+
+// lowest takes the lowest held object out of the group, b being cc.bits, and
+// returns its address.
+func (cc *classCache) lowest(b uint32) unsafe.Pointer {
+	cc.bits = b & (b - 1)
+	return unsafe.Add(cc.base, uintptr(bits.TrailingZeros32(b))*uintptr(cc.size))
 }
 
 // object is the slice of len n and cap size at p, made without the checks
