@@ -110,7 +110,9 @@
 // alone until procUnpin, and runs the Cache's fast path on it with plain loads
 // and stores — no atomic read-modify-write, as on a Cache. What never blocks
 // runs pinned too: the next group of the current superblock when nothing is
-// pending on it, a superblock-cache fill, a remote free's CAS. The rest of the
+// pending on it, a superblock-cache fill, a remote free's CAS, a local free's
+// publication when it does not empty the superblock (larson's superblocks on
+// the full list publish every few frees; each was a slow path). The rest of the
 // slow path (refill beyond that, the central lock, release, madvise, OnError)
 // takes the cache's token with a CAS while pinned, unpins, and gives the token
 // back after; a call that finds the token held (its holder was

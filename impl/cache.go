@@ -509,26 +509,31 @@ func (c *Cache) fillPinned(off uintptr) bool {
 // publishLocal publishes sb's local frees and files sb by its new free count.
 // The free path calls it every publishBatch frees, and on the frees that make sb
 // partial or empty (sb.limit).
-func (c *Cache) publishLocal(sb *superblock) {
+func (c *Cache) publishLocal(sb *superblock) { c.publish(sb, true) }
+
+// publish is publishLocal; release says whether an empty sb may be released
+// (which locks): the front's pinned free publishes without, and only when
+// the free does not empty sb.
+func (c *Cache) publish(sb *superblock, release bool) {
 	n := sb.foldFreed()
 	if n > 0 {
 		sb.ownerFreed = true
 	}
 	c.publishFrees(int(sb.class), n)
-	c.relist(sb)
+	c.relist(sb, release)
 }
 
 // relist files a non-current owned superblock on the list its free count calls
 // for, releases it if it is empty, and sets the limit at which the free path
 // next calls publishLocal: the free that makes it partial, or empty, comes
 // here (LIFECYCLE). The caller has published sb's local frees.
-func (c *Cache) relist(sb *superblock) {
+func (c *Cache) relist(sb *superblock, release bool) {
 	free := sb.nfree + sb.localFreed
 	switch {
 	case sb.list == listCurrent:
 		sb.limit = publishBatch
 		return
-	case sb.empty() && !mutant.KeepEmpty:
+	case sb.empty() && release && !mutant.KeepEmpty:
 		c.unlink(sb)
 		c.release(sb)
 		return

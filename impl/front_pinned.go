@@ -308,12 +308,24 @@ func (a *Allocator) Free(b []byte) error {
 			g, m := idx>>5, uint32(1)<<(idx&31)
 			sb := e.sb
 			if idx*e.size == rel && (idx < e.nobj || mutant.LocalTail) && // FREE-INVALID
-				sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate || mutant.PinnedPublishLate) && // STATS-LAG
 				(mutant.NoDoubleFreeCheck || !c.notLive(e, g, m)) { // FREE-DOUBLE
-				*e.freeWord(g) |= m
-				sb.localFreed++
-				unpin(p, c)
-				return nil
+				switch {
+				case sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate || mutant.PinnedPublishLate): // STATS-LAG
+					*e.freeWord(g) |= m
+					sb.localFreed++
+					unpin(p, c)
+					return nil
+				case sb.nfree+sb.localFreed+1 < sb.objects()+b2i(mutant.PinnedPublishEmpty):
+					// The free that reaches the limit publishes, pinned, when it
+					// does not empty sb: relist then files it and never releases,
+					// which locks (LIFECYCLE). larson's superblocks on the full
+					// list publish every few frees, each a slow path before.
+					*e.freeWord(g) |= m
+					sb.localFreed++
+					c.publish(sb, false)
+					unpin(p, c)
+					return nil
+				}
 			}
 		} else if e.key == i<<1 && (e.sb.owner.Load() != nil) != mutant.PinnedOrphanRemote && c.remoteFree(e, off) == remoteDone {
 			unpin(p, c)

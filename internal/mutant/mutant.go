@@ -211,4 +211,5 @@ var All = []Mutant{
 	{"adoptanyfirst", "LIFECYCLE", "Cache.Alloc", "a refill adopts an orphan with any free object before it takes the pool's: a sparse orphan becomes current, and the refill switches superblock for an object or two"},
 	{"orphanfulllimit", "LIFECYCLE", "Cache.Alloc", "orphanFull publishes a full-list superblock's local frees without setting its limit anew: the next publication counts from the fold, every acquire restarts it, and superblocks with many free objects stay on the full list"},
 	{"zerooverrun", "INTEGRITY", "Cache.Alloc", "zeroing a dirty object of 80 to 128 bytes ends its second run of stores 16 bytes past the object, into the next one, live"},
+	{"pinnedpublishempty", "LIFECYCLE", "Allocator.Free", "the front's pinned free publishes the free that empties a superblock too, where it may not release: the empty superblock stays on its owner's list"},
 }

@@ -196,6 +196,7 @@ const (
 	AdoptAnyFirst        = false
 	OrphanFullLimit      = false
 	ZeroOverrun          = false
+	PinnedPublishEmpty   = false
 )
 
 func Drop() bool { return false }

@@ -213,6 +213,7 @@ var (
 	AdoptAnyFirst        = on("adoptanyfirst")
 	OrphanFullLimit      = on("orphanfulllimit")
 	ZeroOverrun          = on("zerooverrun")
+	PinnedPublishEmpty   = on("pinnedpublishempty")
 )
 
 var remoteFrees atomic.Uint64
