@@ -484,6 +484,12 @@ func (c *Cache) relist(sb *superblock) {
 		}
 		c.moveTo(sb, listPartial)
 		sb.limit = min(publishBatch, sb.objects()-sb.nfree)
+		if mutant.PartialLimitNoCap {
+			sb.limit = sb.objects() - sb.nfree
+		}
+		if mutant.PartialLimitFull {
+			sb.limit = sb.fullLimit()
+		}
 	default:
 		c.moveTo(sb, listFull)
 		sb.limit = sb.fullLimit()
@@ -493,7 +499,10 @@ func (c *Cache) relist(sb *superblock) {
 // fullLimit is the limit of a superblock on the full list (fewer than
 // partialMin free, localFreed folded): the free that makes it partial.
 func (sb *superblock) fullLimit() int32 {
-	return min(publishBatch, sb.partialMin()-sb.nfree-sb.localFreed)
+	if mutant.FullLimitNoCap {
+		return sb.partialMin() - sb.nfree - sb.localFreed
+	}
+	return min(publishBatch, sb.partialMin()-sb.nfree-sb.localFreed-b2i(mutant.FullLimitEarly))
 }
 
 // partialShare: an owned superblock is partial, where refills look, once a
@@ -689,7 +698,7 @@ func (c *Cache) takeGroupPinned(k int) bool {
 // object, and -1 means none has.
 func (sb *superblock) nextGroup() int32 {
 	ng := int32(sb.groups())
-	if sb.nfree+sb.localFreed == 0 {
+	if sb.nfree+sb.localFreed == 0 || mutant.NextGroupNFree && sb.nfree <= 0 {
 		// CONSERVE: the free bits number nfree+localFreed; a refill whose
 		// current superblock ran out looks here twice before it moves on
 		// (before and after drainNotify), and scanning every group to find

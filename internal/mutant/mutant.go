@@ -210,4 +210,9 @@ var All = []Mutant{
 	{"adoptpartialexcl", "LIFECYCLE", "Cache.Alloc", "a refill adopts an orphan ahead of the pool only with one more free object than partialMin: an orphan with exactly partialMin free waits, and the pool commits a superblock"},
 	{"adoptanyfirst", "LIFECYCLE", "Cache.Alloc", "a refill adopts an orphan with any free object before it takes the pool's: a sparse orphan becomes current, and the refill switches superblock for an object or two"},
 	{"orphanfulllimit", "LIFECYCLE", "Cache.Alloc", "orphanFull publishes a full-list superblock's local frees without setting its limit anew: the next publication counts from the fold, every acquire restarts it, and superblocks with many free objects stay on the full list"},
+	{"fulllimitnocap", "STATS-LAG", "Cache.Free", "a superblock filed full gets the free that makes it partial as its limit without the batch's cap: in a class of more than 1024 objects 64 local frees or more wait unpublished"},
+	{"partiallimitnocap", "STATS-LAG", "Cache.Free", "a partial superblock gets the free that empties it as its limit without the batch's cap: 64 local frees or more wait unpublished"},
+	{"fulllimitearly", "LIFECYCLE", "Cache.Free", "a full superblock's limit is one free before the one that makes it partial: a publication and a relist more, the free that makes it partial publishing alone"},
+	{"partiallimitfull", "LIFECYCLE", "Cache.Free", "a partial superblock gets the full list's limit, the free that makes it partial, long past: every free into it publishes and relists"},
+	{"nextgroupnfree", "MEM-ACCOUNT", "Cache.Alloc", "nextGroup's early return reads the published free count only: a current superblock whose free objects are local frees not yet folded is left for a fresh superblock of the pool"},
 }

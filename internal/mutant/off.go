@@ -191,6 +191,11 @@ const (
 	AdoptPartialExcl     = false
 	AdoptAnyFirst        = false
 	OrphanFullLimit      = false
+	FullLimitNoCap       = false
+	PartialLimitNoCap    = false
+	FullLimitEarly       = false
+	PartialLimitFull     = false
+	NextGroupNFree       = false
 )
 
 func Drop() bool { return false }

@@ -208,6 +208,11 @@ var (
 	AdoptPartialExcl     = on("adoptpartialexcl")
 	AdoptAnyFirst        = on("adoptanyfirst")
 	OrphanFullLimit      = on("orphanfulllimit")
+	FullLimitNoCap       = on("fulllimitnocap")
+	PartialLimitNoCap    = on("partiallimitnocap")
+	FullLimitEarly       = on("fulllimitearly")
+	PartialLimitFull     = on("partiallimitfull")
+	NextGroupNFree       = on("nextgroupnfree")
 )
 
 var remoteFrees atomic.Uint64
