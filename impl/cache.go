@@ -607,7 +607,7 @@ func (c *Cache) refill(k int) error {
 			yield(YieldRefillAcquire)
 			sb = c.a.acquire(c, k)
 		}
-		if sb == nil && !mutant.NoSparseRefill {
+		if sb == nil && !mutant.NoSparseRefill && !(mutant.SparseOnlyFirst && retried) && !(mutant.SparseAfterFlush && !retried) {
 			// OOM-REAL: nothing outside holds a free object of class k, or
 			// memory for a superblock: take one of ours with fewer free
 			// objects than partialMin.
@@ -639,7 +639,7 @@ func (c *Cache) refill(k int) error {
 // partial (fewer than partialMin), or nil.
 func (c *Cache) sparse(k int) *superblock {
 	for sb := c.lists[k].full; sb != nil; sb = sb.next {
-		if sb.nfree+sb.localFreed > 0 {
+		if sb.nfree+sb.localFreed > 0 || mutant.SparseEmpty {
 			return sb
 		}
 	}
@@ -869,7 +869,9 @@ func (a *Allocator) drainOrphans(c *Cache) {
 func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	a.lock()
 	defer a.mu.Unlock()
-	a.orphanFull(c, k)
+	if !mutant.OrphanFullLast {
+		a.orphanFull(c, k)
+	}
 	a.drainOrphanNotify(c)
 	sb := a.adoptOrphan(c, k, !mutant.AdoptAnyFirst)
 	if sb == nil {
@@ -877,6 +879,9 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	}
 	if sb == nil && !mutant.NoSparseAdopt {
 		sb = a.adoptOrphan(c, k, false)
+	}
+	if mutant.OrphanFullLast {
+		a.orphanFull(c, k)
 	}
 	if sb != nil && !mutant.AcquireNoInvalidate {
 		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong

@@ -100,3 +100,52 @@ func TestRefillTakesCurrentsLocalFrees(t *testing.T) {
 		t.Fatalf("%d small superblocks after the refill, had %d: it left S's free objects for the pool", after, before)
 	}
 }
+
+// TestSparseRefillKeepsHeldGroups (LIFECYCLE, OOM-REAL): with the reservation
+// used up, a refill that finds what it needs among the cache's own sparse
+// superblocks (fewer than a sixteenth free) takes it without flushing: the
+// flush that gives back every class's held group and walks every superblock
+// comes only before the refill gives up, not on every refill of a full
+// reservation. Two ways the free object of S (filed full when the refill
+// moved to a partial superblock P) can wait: a local free (S stays the
+// cache's, ownerFreed: Cache.sparse takes it), and a remote free the owner
+// collected (S is orphaned by the acquisition and adopted back). The held
+// group of another class shows a flush: its 31 objects would be debited.
+// Slips: the refill looks at its sparse superblocks only after the flush
+// (sparseafterflush); acquire orphans the cache's full superblocks only after
+// looking for an orphan to adopt, so its own are found only after a flush
+// (orphanfullafteradopt).
+func TestSparseRefillKeepsHeldGroups(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		a, err := impl.New(impl.Options{Reserve: 3 * spec.SuperblockSize, Retain: -1})
+		must(t, err)
+		c, _ := a.NewCache()
+		e, _ := a.NewCache()
+		j := spec.SizeToClass(64)
+		allocN(t, c, 64) // J: a held group of 31 objects of class j
+		p := fillSuperblocks(t, a, c, 1)[0]
+		s := allocObjects(t, c, pSize, pObjects) // P orphaned, S from the pool
+		for _, b := range p[:pMin] {
+			must(t, c.Free(b)) // adopts P back: partial
+		}
+		allocN(t, c, pSize) // S ran out: P current, S filed full
+		if st := sbState(t, a, sbOf(a, s[0])); st.List != "full" || st.Owner != c.ID() {
+			t.Fatalf("setup: S filed %q, owner %d; want cache %d's, full", st.List, st.Owner, c.ID())
+		}
+		if remote {
+			must(t, e.Free(s[7]))
+		} else {
+			must(t, c.Free(s[7]))
+		}
+		allocObjects(t, c, pSize, pMin-1) // P runs out
+		held := a.Stats().Classes[j].Allocs
+		b := allocN(t, c, pSize)
+		if addrOf(b) != addrOf(s[7]) {
+			t.Fatalf("remote %v: the refill at a full reservation returned %#x, want S's free object %#x", remote, addrOf(b), addrOf(s[7]))
+		}
+		if got := a.Stats().Classes[j].Allocs; got != held {
+			t.Errorf("remote %v: class %d's Allocs went from %d to %d: the refill flushed, though one of its own superblocks had a free object", remote, j, held, got)
+		}
+		a.Close() // objects live: it says so
+	}
+}

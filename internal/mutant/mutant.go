@@ -215,4 +215,9 @@ var All = []Mutant{
 	{"fulllimitearly", "LIFECYCLE", "Cache.Free", "a full superblock's limit is one free before the one that makes it partial: a publication and a relist more, the free that makes it partial publishing alone"},
 	{"partiallimitfull", "LIFECYCLE", "Cache.Free", "a partial superblock gets the full list's limit, the free that makes it partial, long past: every free into it publishes and relists"},
 	{"nextgroupnfree", "MEM-ACCOUNT", "Cache.Alloc", "nextGroup's early return reads the published free count only: a current superblock whose free objects are local frees not yet folded is left for a fresh superblock of the pool"},
+	{"sparseonlyfirst", "OOM-REAL", "Cache.Alloc", "after the flush before ErrOutOfMemory the refill no longer looks at its own sparse superblocks: a remote free the flush collected into one is not handed out"},
+	{"sparseafterflush", "LIFECYCLE", "Cache.Alloc", "a refill at a full reservation flushes every class (held groups given back, every superblock walked) before it takes one of its own sparse superblocks"},
+	{"orphanfulllast", "LIFECYCLE", "Cache.Alloc", "acquire orphans the cache's full superblocks after looking for an orphan to adopt: its own with a free object are adopted back only after a flush"},
+	{"sparseempty", "OOM-REAL", "Cache.Alloc", "Cache.sparse takes a full superblock with no free object: at a full reservation the refill goes round for good instead of answering ErrOutOfMemory"},
+	{"adoptemptyorphan", "OOM-REAL", "Cache.Alloc", "acquire's last resort adopts an orphan with no free object: at a full reservation the refill goes round for good instead of answering ErrOutOfMemory"},
 }

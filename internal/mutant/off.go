@@ -196,6 +196,11 @@ const (
 	FullLimitEarly       = false
 	PartialLimitFull     = false
 	NextGroupNFree       = false
+	SparseOnlyFirst      = false
+	SparseAfterFlush     = false
+	OrphanFullLast       = false
+	SparseEmpty          = false
+	AdoptEmptyOrphan     = false
 )
 
 func Drop() bool { return false }

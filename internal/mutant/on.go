@@ -213,6 +213,11 @@ var (
 	FullLimitEarly       = on("fulllimitearly")
 	PartialLimitFull     = on("partiallimitfull")
 	NextGroupNFree       = on("nextgroupnfree")
+	SparseOnlyFirst      = on("sparseonlyfirst")
+	SparseAfterFlush     = on("sparseafterflush")
+	OrphanFullLast       = on("orphanfulllast")
+	SparseEmpty          = on("sparseempty")
+	AdoptEmptyOrphan     = on("adoptemptyorphan")
 )
 
 var remoteFrees atomic.Uint64
