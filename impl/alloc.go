@@ -858,7 +858,7 @@ func (a *Allocator) unlinkOrphan(sb *superblock) {
 // with partialMin of them if partial (LIFECYCLE). Under a.mu.
 func (a *Allocator) adoptOrphan(c *Cache, k int, partial bool) *superblock {
 	for sb := a.orphans[k]; sb != nil; sb = sb.next {
-		if sb.nfree == 0 || partial && sb.nfree < sb.partialMin()+b2i(mutant.AdoptPartialExcl) {
+		if sb.nfree == 0 && !(mutant.AdoptEmptyOrphan && !partial) || partial && sb.nfree < sb.partialMin()+b2i(mutant.AdoptPartialExcl) {
 			if mutant.AdoptOrphanBreak {
 				break
 			}

@@ -545,6 +545,12 @@ func (c *Cache) relist(sb *superblock, release bool) {
 		}
 		c.moveTo(sb, listPartial)
 		sb.limit = min(publishBatch, sb.objects()-sb.nfree)
+		if mutant.PartialLimitNoCap {
+			sb.limit = sb.objects() - sb.nfree
+		}
+		if mutant.PartialLimitFull {
+			sb.limit = sb.fullLimit()
+		}
 	default:
 		c.moveTo(sb, listFull)
 		sb.limit = sb.fullLimit()
@@ -554,7 +560,10 @@ func (c *Cache) relist(sb *superblock, release bool) {
 // fullLimit is the limit of a superblock on the full list (fewer than
 // partialMin free, localFreed folded): the free that makes it partial.
 func (sb *superblock) fullLimit() int32 {
-	return min(publishBatch, sb.partialMin()-sb.nfree-sb.localFreed)
+	if mutant.FullLimitNoCap {
+		return sb.partialMin() - sb.nfree - sb.localFreed
+	}
+	return min(publishBatch, sb.partialMin()-sb.nfree-sb.localFreed-b2i(mutant.FullLimitEarly))
 }
 
 // partialShare: an owned superblock is partial, where refills look, once a
@@ -659,7 +668,7 @@ func (c *Cache) refill(k int) error {
 			yield(YieldRefillAcquire)
 			sb = c.a.acquire(c, k)
 		}
-		if sb == nil && !mutant.NoSparseRefill {
+		if sb == nil && !mutant.NoSparseRefill && !(mutant.SparseOnlyFirst && retried) && !(mutant.SparseAfterFlush && !retried) {
 			// OOM-REAL: nothing outside holds a free object of class k, or
 			// memory for a superblock: take one of ours with fewer free
 			// objects than partialMin.
@@ -691,7 +700,7 @@ func (c *Cache) refill(k int) error {
 // partial (fewer than partialMin), or nil.
 func (c *Cache) sparse(k int) *superblock {
 	for sb := c.lists[k].full; sb != nil; sb = sb.next {
-		if sb.nfree+sb.localFreed > 0 {
+		if sb.nfree+sb.localFreed > 0 || mutant.SparseEmpty {
 			return sb
 		}
 	}
@@ -750,7 +759,7 @@ func (c *Cache) takeGroupPinned(k int) bool {
 // object, and -1 means none has.
 func (sb *superblock) nextGroup() int32 {
 	ng := int32(sb.groups())
-	if sb.nfree+sb.localFreed == 0 {
+	if sb.nfree+sb.localFreed == 0 || mutant.NextGroupNFree && sb.nfree <= 0 {
 		// CONSERVE: the free bits number nfree+localFreed; a refill whose
 		// current superblock ran out looks here twice before it moves on
 		// (before and after drainNotify), and scanning every group to find
@@ -921,7 +930,9 @@ func (a *Allocator) drainOrphans(c *Cache) {
 func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	a.lock()
 	defer a.mu.Unlock()
-	a.orphanFull(c, k)
+	if !mutant.OrphanFullLast {
+		a.orphanFull(c, k)
+	}
 	a.drainOrphanNotify(c)
 	sb := a.adoptOrphan(c, k, !mutant.AdoptAnyFirst)
 	if sb == nil {
@@ -929,6 +940,9 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	}
 	if sb == nil && !mutant.NoSparseAdopt {
 		sb = a.adoptOrphan(c, k, false)
+	}
+	if mutant.OrphanFullLast {
+		a.orphanFull(c, k)
 	}
 	if sb != nil && !mutant.AcquireNoInvalidate {
 		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong

@@ -197,6 +197,16 @@ const (
 	OrphanFullLimit      = false
 	ZeroOverrun          = false
 	PinnedPublishEmpty   = false
+	FullLimitNoCap       = false
+	PartialLimitNoCap    = false
+	FullLimitEarly       = false
+	PartialLimitFull     = false
+	NextGroupNFree       = false
+	SparseOnlyFirst      = false
+	SparseAfterFlush     = false
+	OrphanFullLast       = false
+	SparseEmpty          = false
+	AdoptEmptyOrphan     = false
 )
 
 func Drop() bool { return false }

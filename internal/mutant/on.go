@@ -214,6 +214,16 @@ var (
 	OrphanFullLimit      = on("orphanfulllimit")
 	ZeroOverrun          = on("zerooverrun")
 	PinnedPublishEmpty   = on("pinnedpublishempty")
+	FullLimitNoCap       = on("fulllimitnocap")
+	PartialLimitNoCap    = on("partiallimitnocap")
+	FullLimitEarly       = on("fulllimitearly")
+	PartialLimitFull     = on("partiallimitfull")
+	NextGroupNFree       = on("nextgroupnfree")
+	SparseOnlyFirst      = on("sparseonlyfirst")
+	SparseAfterFlush     = on("sparseafterflush")
+	OrphanFullLast       = on("orphanfulllast")
+	SparseEmpty          = on("sparseempty")
+	AdoptEmptyOrphan     = on("adoptemptyorphan")
 )
 
 var remoteFrees atomic.Uint64
