@@ -234,8 +234,9 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 			if cc.needzero && !mutant.NoZero { // ZEROED
 				zero(o, uintptr(cc.size))
 			}
+			r := object(o, n, cc.size) // FRONT-EXCLUSIVE: cc is not ours after unpin
 			unpin(p, c)
-			return object(o, n, cc.size), nil
+			return r, nil
 		}
 	}
 	return a.allocSlow(p, c, n, 1)

@@ -1,0 +1,63 @@
+package impl_test
+
+// Tests of hunt13, a review of the fast paths' recent performance changes
+// (the held-group select, the overlapping-store zero, object, the entry's
+// pointers, the front's pinned publish). Each names its rule and the slip it
+// kills.
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestFrontAllocReadsNothingAfterUnpin (FRONT-EXCLUSIVE): the pinned
+// Allocator.Alloc makes its slice before it gives the P's cache up. Once it
+// unpins (and, under -race, gives back the token) another goroutine on the
+// P may use the cache, and a refill there writes the class's held-group
+// fields (take sets cc.size): a read of them after unpin is a data race,
+// which the race detector reports deterministically whatever the
+// interleaving, since the only edge between the two goroutines is the token
+// (pinSync). Slip: object(o, n, cc.size) after unpin.
+func TestFrontAllocReadsNothingAfterUnpin(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: both goroutines on its cache
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	// The P's cache takes a group of 32 objects of class 16; all but one
+	// are handed out here, so that the other goroutine's first Alloc
+	// refills (the race detector keeps a few accesses a word: the write
+	// must come before other accesses push the read out).
+	var ours [][]byte
+	for range 31 {
+		b, err := a.Alloc(16)
+		must(t, err)
+		ours = append(ours, b)
+	}
+	start, done := make(chan struct{}), make(chan struct{})
+	var theirs [][]byte
+	go func() {
+		defer close(done)
+		<-start
+		for range 200 { // refills: take writes the held group's fields
+			b, err := a.Alloc(16)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			theirs = append(theirs, b)
+		}
+	}()
+	close(start)
+	b, err := a.Alloc(16) // the pinned fast path, the group's last object
+	must(t, err)
+	<-done
+	if len(b) != 16 || cap(b) != 16 {
+		t.Fatalf("Alloc(16) gave len %d cap %d", len(b), cap(b))
+	}
+	for _, x := range append(append(theirs, ours...), b) {
+		must(t, a.Free(x))
+	}
+}
