@@ -61,3 +61,39 @@ func TestFrontAllocReadsNothingAfterUnpin(t *testing.T) {
 		must(t, a.Free(x))
 	}
 }
+
+// TestFrontFreePublishesBeforeUnpin (FRONT-EXCLUSIVE): the pinned
+// Allocator.Free that reaches the limit publishes (folds localFreed, files
+// the superblock) before it gives the P's cache up: after unpin the next
+// goroutine on the P frees into the same superblock, and a publication then
+// would race with it (under -race the detector reports it, the token being
+// the only edge between them). Slip: unpin, then publish.
+func TestFrontFreePublishesBeforeUnpin(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	var objs [][]byte
+	for range 100 {
+		b, err := a.Alloc(16)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	for _, b := range objs[:63] { // pinned local frees, below the limit (64)
+		must(t, a.Free(b))
+	}
+	start, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		<-start
+		for _, b := range objs[64:] { // reads the superblock's localFreed
+			if err := a.Free(b); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	close(start)
+	must(t, a.Free(objs[63])) // the 64th: publishes, pinned
+	<-done
+}
