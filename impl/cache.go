@@ -380,6 +380,9 @@ func (c *Cache) notLive(e *sbEntry, g, m uint32) bool {
 	if cc.group != int32(g) || mutant.HeldNotChecked {
 		held = 0
 	}
+	if mutant.LocalPendingIgnored {
+		return (*e.freeWord(g)|held)&m != 0
+	}
 	return (*e.freeWord(g)|uint32(e.word(g).Load())|held)&m != 0
 }
 

@@ -6,6 +6,7 @@ package impl_test
 // kills.
 
 import (
+	"errors"
 	"runtime"
 	"testing"
 
@@ -96,4 +97,33 @@ func TestFrontFreePublishesBeforeUnpin(t *testing.T) {
 	close(start)
 	must(t, a.Free(objs[63])) // the 64th: publishes, pinned
 	<-done
+}
+
+// TestOwnerFreeSeesPendingRemoteFree (FREE-DOUBLE): the owner's free looks at
+// the pending remote bits: an object another cache has freed (pending, not
+// yet collected) is not live, and the owner's free of it is a double free,
+// refused at once. And after Allocator.Close, which marks every remote word
+// pending, the owner's free of a live object leaves the fast path for
+// ErrClosed. Slip: notLive without the remote word (localpendingignored).
+func TestOwnerFreeSeesPendingRemoteFree(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	x, y, z := allocN(t, c, 64), allocN(t, c, 64), allocN(t, c, 64)
+	must(t, c.Free(y)) // c's entry for the superblock: mine
+	must(t, d.Free(x)) // remote: pending in the superblock's word
+	if err := c.Free(x); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("owner's free of an object freed remotely: %v, want ErrDoubleFree", err)
+	}
+	c.Flush()
+	if s := a.Stats(); s.DoubleFrees != 1 {
+		t.Fatalf("DoubleFrees %d, want 1 (the owner's refused free)", s.DoubleFrees)
+	}
+	if err := a.Close(); !errors.Is(err, impl.ErrLeaked) { // z is live
+		t.Fatalf("Close: %v, want ErrLeaked", err)
+	}
+	if err := c.Free(z); !errors.Is(err, impl.ErrClosed) {
+		t.Fatalf("owner's free after Allocator.Close: %v, want ErrClosed", err)
+	}
 }

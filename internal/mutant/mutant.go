@@ -222,4 +222,5 @@ var All = []Mutant{
 	{"orphanfulllast", "LIFECYCLE", "Cache.Alloc", "acquire orphans the cache's full superblocks after looking for an orphan to adopt: its own with a free object are adopted back only after a flush"},
 	{"sparseempty", "OOM-REAL", "Cache.Alloc", "Cache.sparse takes a full superblock with no free object: at a full reservation the refill goes round for good instead of answering ErrOutOfMemory"},
 	{"adoptemptyorphan", "OOM-REAL", "Cache.Alloc", "acquire's last resort adopts an orphan with no free object: at a full reservation the refill goes round for good instead of answering ErrOutOfMemory"},
+	{"localpendingignored", "FREE-DOUBLE", "Cache.Free", "the owner's free does not look at the pending remote bits: a local free of an object freed remotely a moment before succeeds, and after Allocator.Close a free into an owned superblock returns nil, not ErrClosed"},
 }

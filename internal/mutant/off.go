@@ -207,6 +207,7 @@ const (
 	OrphanFullLast       = false
 	SparseEmpty          = false
 	AdoptEmptyOrphan     = false
+	LocalPendingIgnored  = false
 )
 
 func Drop() bool { return false }

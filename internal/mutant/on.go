@@ -224,6 +224,7 @@ var (
 	OrphanFullLast       = on("orphanfulllast")
 	SparseEmpty          = on("sparseempty")
 	AdoptEmptyOrphan     = on("adoptemptyorphan")
+	LocalPendingIgnored  = on("localpendingignored")
 )
 
 var remoteFrees atomic.Uint64
