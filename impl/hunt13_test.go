@@ -127,3 +127,33 @@ func TestOwnerFreeSeesPendingRemoteFree(t *testing.T) {
 		t.Fatalf("owner's free after Allocator.Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestReallocOfHeldObjectRefused (FREE-DOUBLE, NO-OVERLAP): Realloc's
+// in-place check is a free's liveness check without the free: a stale slice
+// of an object that a refill took back into the held group is not live, so
+// Realloc refuses it (ErrDoubleFree) instead of resizing it in place, and the
+// object is handed out once. Slip: the check's entry has no class, so it
+// looks at class 0's held group (reallocheldclass).
+func TestReallocOfHeldObjectRefused(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	objs := allocObjects(t, c, 64, 32) // group 0 of a fresh superblock, all of it
+	must(t, c.Free(objs[0]))
+	must(t, c.Free(objs[1]))
+	x := allocN(t, c, 64) // the refill takes group 0 back: objs[0] out, objs[1] held
+	if addrOf(x) != addrOf(objs[0]) {
+		t.Fatalf("setup: got %#x, want object 0 at %#x", addrOf(x), addrOf(objs[0]))
+	}
+	if r, err := c.Realloc(objs[1], 60); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("Realloc of a held object's stale slice: %#x, %v; want ErrDoubleFree", addrOf(r), err)
+	}
+	y := allocN(t, c, 64)
+	if addrOf(y) != addrOf(objs[1]) {
+		t.Fatalf("the held object went elsewhere: %#x, want %#x", addrOf(y), addrOf(objs[1]))
+	}
+	for _, b := range append(objs[2:], x, y) {
+		must(t, c.Free(b))
+	}
+}

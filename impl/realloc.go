@@ -169,6 +169,9 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		}
 		rs := sb.remote.Load()
 		e := sbEntry{sb: sb, rw: &rs.w[0], nrw: uint32(len(rs.w)), free: &sb.free[0], class: k}
+		if mutant.ReallocHeldClass {
+			e.class = 0
+		}
 		return !c.notLive(&e, idx>>5, 1<<(idx&31))
 	}
 	return false

@@ -223,4 +223,5 @@ var All = []Mutant{
 	{"sparseempty", "OOM-REAL", "Cache.Alloc", "Cache.sparse takes a full superblock with no free object: at a full reservation the refill goes round for good instead of answering ErrOutOfMemory"},
 	{"adoptemptyorphan", "OOM-REAL", "Cache.Alloc", "acquire's last resort adopts an orphan with no free object: at a full reservation the refill goes round for good instead of answering ErrOutOfMemory"},
 	{"localpendingignored", "FREE-DOUBLE", "Cache.Free", "the owner's free does not look at the pending remote bits: a local free of an object freed remotely a moment before succeeds, and after Allocator.Close a free into an owned superblock returns nil, not ErrClosed"},
+	{"reallocheldclass", "FREE-DOUBLE", "Cache.Realloc", "Realloc's in-place check builds its entry without the class, so it looks at class 0's held group: a stale slice of a held object is resized in place, and the object is handed out twice"},
 }

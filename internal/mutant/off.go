@@ -208,6 +208,7 @@ const (
 	SparseEmpty          = false
 	AdoptEmptyOrphan     = false
 	LocalPendingIgnored  = false
+	ReallocHeldClass     = false
 )
 
 func Drop() bool { return false }

@@ -225,6 +225,7 @@ var (
 	SparseEmpty          = on("sparseempty")
 	AdoptEmptyOrphan     = on("adoptemptyorphan")
 	LocalPendingIgnored  = on("localpendingignored")
+	ReallocHeldClass     = on("reallocheldclass")
 )
 
 var remoteFrees atomic.Uint64
