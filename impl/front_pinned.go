@@ -323,6 +323,11 @@ func (a *Allocator) Free(b []byte) error {
 					// list publish every few frees, each a slow path before.
 					*e.freeWord(g) |= m
 					sb.localFreed++
+					if mutant.PinnedPublishNoFold {
+						c.relist(sb, false)
+						unpin(p, c)
+						return nil
+					}
 					c.publish(sb, false)
 					unpin(p, c)
 					return nil

@@ -157,3 +157,33 @@ func TestReallocOfHeldObjectRefused(t *testing.T) {
 		must(t, c.Free(b))
 	}
 }
+
+// TestFrontPinnedPublishFolds (STATS-LAG): the front's pinned free that
+// reaches the limit (64 local frees into the current superblock) publishes
+// them: the class's Frees count them, and the superblock has no local free
+// left unpublished. Slip: it relists without folding (pinnedpublishnofold).
+func TestFrontPinnedPublishFolds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: every call on its cache, pinned
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	var objs [][]byte
+	for range 100 {
+		b, err := a.Alloc(16)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	k := spec.SizeToClass(16)
+	for _, b := range objs[:64] {
+		must(t, a.Free(b))
+	}
+	if got := a.Stats().Classes[k].Frees; got != 64 {
+		t.Fatalf("after 64 frees through the front: Frees %d, want 64 published", got)
+	}
+	if s := sbState(t, a, sbOf(a, objs[0])); s.LocalFreed != 0 {
+		t.Fatalf("superblock %d keeps %d local frees unpublished after the limit", s.Index, s.LocalFreed)
+	}
+	for _, b := range objs[64:] {
+		must(t, a.Free(b))
+	}
+}

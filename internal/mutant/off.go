@@ -209,6 +209,7 @@ const (
 	AdoptEmptyOrphan     = false
 	LocalPendingIgnored  = false
 	ReallocHeldClass     = false
+	PinnedPublishNoFold  = false
 )
 
 func Drop() bool { return false }

@@ -226,6 +226,7 @@ var (
 	AdoptEmptyOrphan     = on("adoptemptyorphan")
 	LocalPendingIgnored  = on("localpendingignored")
 	ReallocHeldClass     = on("reallocheldclass")
+	PinnedPublishNoFold  = on("pinnedpublishnofold")
 )
 
 var remoteFrees atomic.Uint64
