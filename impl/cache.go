@@ -259,7 +259,8 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 		if checks {
 			c.checkLead(k)
 		}
-		if b := cc.bits; cc.rw.Load()&uint64(b&-b) == 0 {
+		yield(YieldAllocTaken)
+		if b := cc.bits; cc.rw.Load()&uint64(b&-b) == 0 || mutant.AllocTakenUnchecked {
 			return cc.pop(b, n), nil
 		}
 	}

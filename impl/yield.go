@@ -32,6 +32,7 @@ const (
 	YieldLockWait       = "lock.wait"       // a lock is busy
 	YieldReallocMoved   = "realloc.moved"   // a moving Realloc allocated its new object, before copying into it
 	YieldRefillAcquire  = "refill.acquire"  // refill drained its stack and found no partial superblock, before acquiring (orphanFull)
+	YieldAllocTaken     = "alloc.taken"     // allocSlow took the current superblock's next group (takeGroupPinned), before checking its lowest object's pending bit
 )
 
 // lockMu locks mu. In refalloc_yield builds it yields while mu is busy, so the

@@ -225,4 +225,5 @@ var All = []Mutant{
 	{"localpendingignored", "FREE-DOUBLE", "Cache.Free", "the owner's free does not look at the pending remote bits: a local free of an object freed remotely a moment before succeeds, and after Allocator.Close a free into an owned superblock returns nil, not ErrClosed"},
 	{"reallocheldclass", "FREE-DOUBLE", "Cache.Realloc", "Realloc's in-place check builds its entry without the class, so it looks at class 0's held group: a stale slice of a held object is resized in place, and the object is handed out twice"},
 	{"pinnedpublishnofold", "STATS-LAG", "Allocator.Free", "the front's pinned free that reaches the limit relists the superblock without publishing its local frees: 64 and more wait unpublished"},
+	{"alloctakenunchecked", "FREE-DOUBLE", "Cache.Alloc", "allocSlow hands out the lowest object of the group takeGroupPinned took without checking its pending bit: a stale remote free that lands after the take frees it while it is live"},
 }

@@ -210,6 +210,7 @@ const (
 	LocalPendingIgnored  = false
 	ReallocHeldClass     = false
 	PinnedPublishNoFold  = false
+	AllocTakenUnchecked  = false
 )
 
 func Drop() bool { return false }

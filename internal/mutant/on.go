@@ -227,6 +227,7 @@ var (
 	LocalPendingIgnored  = on("localpendingignored")
 	ReallocHeldClass     = on("reallocheldclass")
 	PinnedPublishNoFold  = on("pinnedpublishnofold")
+	AllocTakenUnchecked  = on("alloctakenunchecked")
 )
 
 var remoteFrees atomic.Uint64
