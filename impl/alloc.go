@@ -66,6 +66,21 @@
 // left: the group with the most free objects of the next few (more scanning,
 // no fewer refills); superblocks with any free object taken before the pool,
 // only the threshold deciding the order (memory-neutral, half the gain).
+// What it costs in memory, in allocbench's memory pass at T=2 (successors,
+// caches that come and go): larson 8-1000 through the Allocator committed
+// 10.2 MiB after the frees against 8.9 before, peak RSS over peak live 1.83
+// against 1.57; larson 100-200 2.8 MiB either way; fill-mixed 1.06 either way.
+//
+// Mispredicted branches (issue 12): under random sizes and random frees the
+// free's test of whether the freed object is in the held group (0.65 a free),
+// the exit of the zeroing loop (0.6 an allocation) and the refill's branch
+// are coin tosses; the first is now a select (CMOV), the second two
+// overlapping runs of stores, and allocSlow takes the current superblock's
+// next group first, without refill's frames. With the superblock cache at 128
+// ways, the threshold and these, larson 8-1000 on one Cache went from 14.5 to
+// 23.0 Mops/s (allocbench, 5 interleaved runs: 1.13x sync.Pool, 0.89x
+// modernc.org/memory, 2.6x the Go heap) and larson 100-200 from 28.0 to 35.0
+// (1.17x sync.Pool, 1.25x modernc); a 64-byte pair 10.7 to 9.5 ns.
 //
 // Statistics (STATS-LEAD, STATS-LAG, STATS-EXACT). The fast paths store no
 // counter. A refill that moves N objects into the held group credits exactly N
@@ -137,6 +152,15 @@
 // (so nothing can preempt it), would save at most 0.8 ns a call — still
 // about 1.35x a Cache pair — and rests on the runtime's private g layout and
 // on no fast-path callee ever growing a prologue. Not built.
+//
+// Issue 12 made the Cache's pair cheaper (192 instructions a 16-byte pair
+// with the benchmark's interface calls, 222 before; callgrind) and the front
+// with it (270, 314 before), which leaves the pin a larger share: procPin
+// and procUnpin alone take 2.2 ns a call (BenchmarkPin-like loop here), 4.4
+// ns a pair, against a Cache pair of 9.0-9.5 ns, so the front cannot come
+// below about 1.45x a Cache pair while it pins each call. Measured: 1.41x to
+// 1.55x at 16-256 B, threadtest 0.85x (T=1) and larson 8-1000 0.92x (T=1)
+// the Cache's throughput (allocbench, 5 interleaved runs).
 //
 // The central lock spins before it parks (Allocator.lock): a front slow path
 // holds its P cache's token while it waits for a.mu, and sync.Mutex parks
