@@ -6,10 +6,12 @@ package invariants
 import (
 	"fmt"
 	"os"
-	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/refalloc/refalloc/internal/hang"
 )
 
 // HangLimit is how long the drivers (Harness, Shared, Explore, and so the
@@ -56,8 +58,16 @@ func watchdog(limit time.Duration) {
 		if idle += tick; idle < limit {
 			continue
 		}
-		buf := make([]byte, 8<<20)
-		buf = buf[:runtime.Stack(buf, true)]
+		buf := hang.Stacks()
+		// The FAIL line names the test the driver serves (the goroutine
+		// running it is inside this package's code), as the testing
+		// package would: go test and cmd/mutants read it.
+		var tests []string
+		for _, t := range hang.Running(buf, nil) {
+			tests = append(tests, t)
+		}
+		sort.Strings(tests)
+		hang.Fail(os.Stdout, tests, limit)
 		fmt.Fprintf(os.Stderr, "invariants: no operation completed for %v (a hang: deadlock or livelock); every goroutine:\n\n%s\n", limit, buf)
 		os.Exit(2)
 	}
