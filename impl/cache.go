@@ -489,7 +489,7 @@ func (c *Cache) countMiss() {
 // unpinned, and reports false having changed nothing.
 func (c *Cache) fillPinned(off uintptr) bool {
 	a := c.a
-	if c.closed || a.closed.Load() || a.debug || off >= a.size {
+	if c.closed || a.closed.Load() || a.debug || off >= a.size+uintptr(b2i(mutant.PinnedFillPast)) { // FREE-INVALID
 		return false
 	}
 	i := off >> spec.SuperblockShift

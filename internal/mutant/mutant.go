@@ -226,4 +226,5 @@ var All = []Mutant{
 	{"reallocheldclass", "FREE-DOUBLE", "Cache.Realloc", "Realloc's in-place check builds its entry without the class, so it looks at class 0's held group: a stale slice of a held object is resized in place, and the object is handed out twice"},
 	{"pinnedpublishnofold", "STATS-LAG", "Allocator.Free", "the front's pinned free that reaches the limit relists the superblock without publishing its local frees: 64 and more wait unpublished"},
 	{"alloctakenunchecked", "FREE-DOUBLE", "Cache.Alloc", "allocSlow hands out the lowest object of the group takeGroupPinned took without checking its pending bit: a stale remote free that lands after the take frees it while it is live"},
+	{"pinnedfillpast", "FREE-INVALID", "Allocator.Free", "the front's pinned free fills its entry for an offset equal to the reservation's size (off > size, not >=): Free of the address one past the reservation reads a header past the last chunk, and panics while pinned"},
 }

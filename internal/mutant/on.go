@@ -228,6 +228,7 @@ var (
 	ReallocHeldClass     = on("reallocheldclass")
 	PinnedPublishNoFold  = on("pinnedpublishnofold")
 	AllocTakenUnchecked  = on("alloctakenunchecked")
+	PinnedFillPast       = on("pinnedfillpast")
 )
 
 var remoteFrees atomic.Uint64

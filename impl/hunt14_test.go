@@ -1,0 +1,51 @@
+package impl_test
+
+// Tests of hunt14, a review of impl/cache.go's fast paths, refill order and
+// partial threshold by injected one-line slips. Each names its rule and the
+// slip it kills.
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestFrontFreeOnePastReservation (FREE-INVALID): Allocator.Free of the
+// address one past the reservation is ErrInvalidPointer, as Cache.Free's is
+// (TestFreeOnePastReservation), on the front's pinned free too: on a miss it
+// fills the entry lock-free (Cache.fillPinned), which must leave an offset at
+// or past the reservation's size to the slow path, as freeMiss does. With 512
+// superblocks the headers are one chunk, and superblock 512's header is past
+// it. Slip: fillPinned's bound is off > size (pinnedfillpast), and the pinned
+// free reads a chunk that does not exist: a panic while pinned is fatal, so
+// the frees run in a child process (this test binary).
+func TestFrontFreeOnePastReservation(t *testing.T) {
+	if os.Getenv("REFALLOC_PAST_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFrontFreeOnePastReservation$")
+		cmd.Env = append(os.Environ(), "REFALLOC_PAST_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("Allocator.Free(base+size), in a child process: %v\n%s", err, out)
+		}
+		return
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: the free is the pinned path's
+	for _, nsb := range []int{512, 20} {
+		a, err := impl.New(impl.Options{Reserve: nsb * spec.SuperblockSize})
+		must(t, err)
+		last, err := a.Alloc(8)
+		must(t, err)
+		s := a.Snapshot()
+		end := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(last)), s.Base+s.Size-addrOf(last))), 8)
+		if err := a.Free(end); !errors.Is(err, impl.ErrInvalidPointer) {
+			t.Fatalf("%d superblocks: Allocator.Free(base+size): %v, want ErrInvalidPointer", nsb, err)
+		}
+		must(t, a.Free(last))
+		must(t, a.Close())
+	}
+}
