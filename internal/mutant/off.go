@@ -212,6 +212,8 @@ const (
 	PinnedPublishNoFold  = false
 	AllocTakenUnchecked  = false
 	PinnedFillPast       = false
+	AcquireNoOrphanDrain = false
+	HeldCollectNoPub     = false
 )
 
 func Drop() bool { return false }

@@ -229,6 +229,8 @@ var (
 	PinnedPublishNoFold  = on("pinnedpublishnofold")
 	AllocTakenUnchecked  = on("alloctakenunchecked")
 	PinnedFillPast       = on("pinnedfillpast")
+	AcquireNoOrphanDrain = on("acquirenoorphandrain")
+	HeldCollectNoPub     = on("heldcollectnopub")
 )
 
 var remoteFrees atomic.Uint64
