@@ -289,7 +289,10 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 		}
 		// A remote free is pending on an object we hold: it came through a stale
 		// pointer (FREE-DOUBLE). Collecting the group drops it.
-		c.publishFrees(k, c.a.collectWord(c, cc, cc.sb, cc.sb.remote.Load(), int(cc.group)))
+		freed := c.a.collectWord(c, cc, cc.sb, cc.sb.remote.Load(), int(cc.group))
+		if !mutant.HeldCollectNoPub {
+			c.publishFrees(k, freed) // STATS-EXACT: a legitimate remote free of the group may be among them
+		}
 	}
 }
 
@@ -489,7 +492,7 @@ func (c *Cache) countMiss() {
 // unpinned, and reports false having changed nothing.
 func (c *Cache) fillPinned(off uintptr) bool {
 	a := c.a
-	if c.closed || a.closed.Load() || a.debug || off >= a.size {
+	if c.closed || a.closed.Load() || a.debug || off >= a.size+uintptr(b2i(mutant.PinnedFillPast)) { // FREE-INVALID
 		return false
 	}
 	i := off >> spec.SuperblockShift
@@ -937,7 +940,9 @@ func (a *Allocator) acquire(c *Cache, k int) *superblock {
 	if !mutant.OrphanFullLast {
 		a.orphanFull(c, k)
 	}
-	a.drainOrphanNotify(c)
+	if !mutant.AcquireNoOrphanDrain { // LIFECYCLE: an orphan's remote frees count before adoptOrphan looks
+		a.drainOrphanNotify(c)
+	}
 	sb := a.adoptOrphan(c, k, !mutant.AdoptAnyFirst)
 	if sb == nil {
 		sb = a.acquireSmall(c, k)

@@ -226,4 +226,7 @@ var All = []Mutant{
 	{"reallocheldclass", "FREE-DOUBLE", "Cache.Realloc", "Realloc's in-place check builds its entry without the class, so it looks at class 0's held group: a stale slice of a held object is resized in place, and the object is handed out twice"},
 	{"pinnedpublishnofold", "STATS-LAG", "Allocator.Free", "the front's pinned free that reaches the limit relists the superblock without publishing its local frees: 64 and more wait unpublished"},
 	{"alloctakenunchecked", "FREE-DOUBLE", "Cache.Alloc", "allocSlow hands out the lowest object of the group takeGroupPinned took without checking its pending bit: a stale remote free that lands after the take frees it while it is live"},
+	{"pinnedfillpast", "FREE-INVALID", "Allocator.Free", "the front's pinned free fills its entry for an offset equal to the reservation's size (off > size, not >=): Free of the address one past the reservation reads a header past the last chunk, and panics while pinned"},
+	{"acquirenoorphandrain", "LIFECYCLE", "Cache.Alloc", "acquire does not collect the orphans' announced remote frees before it looks for one to adopt: an orphan whose free objects came by remote frees that landed after it was orphaned looks full, and the refill takes a superblock from the pool"},
+	{"heldcollectnopub", "STATS-EXACT", "Cache.Alloc", "allocSlow's collection of the held group's remote word, when its lowest object has a free pending, is not published: a legitimate remote free of another object of the group, collected with it, is lost to Stats.Frees for good"},
 }

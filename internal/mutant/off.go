@@ -211,6 +211,9 @@ const (
 	ReallocHeldClass     = false
 	PinnedPublishNoFold  = false
 	AllocTakenUnchecked  = false
+	PinnedFillPast       = false
+	AcquireNoOrphanDrain = false
+	HeldCollectNoPub     = false
 )
 
 func Drop() bool { return false }

@@ -228,6 +228,9 @@ var (
 	ReallocHeldClass     = on("reallocheldclass")
 	PinnedPublishNoFold  = on("pinnedpublishnofold")
 	AllocTakenUnchecked  = on("alloctakenunchecked")
+	PinnedFillPast       = on("pinnedfillpast")
+	AcquireNoOrphanDrain = on("acquirenoorphandrain")
+	HeldCollectNoPub     = on("heldcollectnopub")
 )
 
 var remoteFrees atomic.Uint64
