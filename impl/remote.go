@@ -162,8 +162,16 @@ func (c *Cache) drainNotify() {
 		return // the common case, without the locked swap
 	}
 	for sb := c.notify.Swap(nil); sb != nil; {
+		// The link first: once notified is reset, a notify may push sb again
+		// and overwrite it.
 		next := sb.nextNotify.Load()
+		if mutant.DrainNextLate {
+			sb.notified.Store(false)
+		}
 		yield(YieldDrainPop)
+		if mutant.DrainNextLate {
+			next = sb.nextNotify.Load()
+		}
 		// Reset before collecting: a bit set after the collection below will find
 		// notified false and push sb again.
 		sb.notified.Store(false)

@@ -226,4 +226,5 @@ var All = []Mutant{
 	{"reallocheldclass", "FREE-DOUBLE", "Cache.Realloc", "Realloc's in-place check builds its entry without the class, so it looks at class 0's held group: a stale slice of a held object is resized in place, and the object is handed out twice"},
 	{"pinnedpublishnofold", "STATS-LAG", "Allocator.Free", "the front's pinned free that reaches the limit relists the superblock without publishing its local frees: 64 and more wait unpublished"},
 	{"alloctakenunchecked", "FREE-DOUBLE", "Cache.Alloc", "allocSlow hands out the lowest object of the group takeGroupPinned took without checking its pending bit: a stale remote free that lands after the take frees it while it is live"},
+	{"drainnextlate", "LIFECYCLE", "Cache.Alloc", "a drain reads the next superblock on its popped stack after resetting the one it pops: a remote free that announces that one again meanwhile links it onto the new stack alone, and the rest of the popped stack is lost, marked notified on no stack"},
 }

@@ -211,6 +211,7 @@ const (
 	ReallocHeldClass     = false
 	PinnedPublishNoFold  = false
 	AllocTakenUnchecked  = false
+	DrainNextLate        = false
 )
 
 func Drop() bool { return false }

@@ -228,6 +228,7 @@ var (
 	ReallocHeldClass     = on("reallocheldclass")
 	PinnedPublishNoFold  = on("pinnedpublishnofold")
 	AllocTakenUnchecked  = on("alloctakenunchecked")
+	DrainNextLate        = on("drainnextlate")
 )
 
 var remoteFrees atomic.Uint64
