@@ -227,4 +227,5 @@ var All = []Mutant{
 	{"pinnedpublishnofold", "STATS-LAG", "Allocator.Free", "the front's pinned free that reaches the limit relists the superblock without publishing its local frees: 64 and more wait unpublished"},
 	{"alloctakenunchecked", "FREE-DOUBLE", "Cache.Alloc", "allocSlow hands out the lowest object of the group takeGroupPinned took without checking its pending bit: a stale remote free that lands after the take frees it while it is live"},
 	{"drainnextlate", "LIFECYCLE", "Cache.Alloc", "a drain reads the next superblock on its popped stack after resetting the one it pops: a remote free that announces that one again meanwhile links it onto the new stack alone, and the rest of the popped stack is lost, marked notified on no stack"},
+	{"notifynotmarked", "LIFECYCLE", "Cache.Free", "notify's test of notified has && for ||: a remote free pushes the superblock without marking it notified, and the next one pushes it again, onto itself"},
 }

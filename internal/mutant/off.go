@@ -212,6 +212,7 @@ const (
 	PinnedPublishNoFold  = false
 	AllocTakenUnchecked  = false
 	DrainNextLate        = false
+	NotifyNotMarked      = false
 )
 
 func Drop() bool { return false }

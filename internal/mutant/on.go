@@ -229,6 +229,7 @@ var (
 	PinnedPublishNoFold  = on("pinnedpublishnofold")
 	AllocTakenUnchecked  = on("alloctakenunchecked")
 	DrainNextLate        = on("drainnextlate")
+	NotifyNotMarked      = on("notifynotmarked")
 )
 
 var remoteFrees atomic.Uint64

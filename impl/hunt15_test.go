@@ -1,0 +1,47 @@
+package impl_test
+
+// Tests of hunt15, a mutant hunt of the goroutine-safe front, the superblock
+// cache and remote frees. Each names its rule and the slip it kills.
+
+import (
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestRemoteFreesAnnounceOnce (LIFECYCLE, CONSERVE: a superblock marked
+// notified is on exactly one notification stack, once): two remote frees
+// into one superblock announce it once; the second finds it notified and
+// pushes nothing, and the owner's refill collects both. Slip: notify's test
+// of notified has && for || (notifynotmarked): the first free pushes without
+// marking, the second pushes the superblock again, onto itself, and the drain
+// goes round it for good (in mutant builds drainNotify panics on a stack
+// longer than the reservation).
+func TestRemoteFreesAnnounceOnce(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	objs := allocObjects(t, c, 256, spec.ClassObjects(spec.SizeToClass(256))) // the whole superblock
+	i := sbOf(a, objs[0])
+	must(t, d.Free(objs[0]))
+	must(t, d.Free(objs[1]))
+	s := a.Snapshot()
+	n := 0
+	for _, cs := range s.Caches {
+		for _, j := range cs.Notify {
+			if j == i {
+				n++
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("superblock %d is on the notification stacks %d times after two remote frees, want 1", i, n)
+	}
+	got := allocObjects(t, c, 256, 2) // the refill drains: both collected, handed out again
+	if addrOf(got[0]) != addrOf(objs[0]) || addrOf(got[1]) != addrOf(objs[1]) {
+		t.Errorf("the refill handed out %#x and %#x, not the two objects freed remotely", addrOf(got[0]), addrOf(got[1]))
+	}
+}
