@@ -264,7 +264,10 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 			return cc.pop(b, n), nil
 		}
 	}
-	for {
+	for spins := 0; ; spins++ {
+		if mutant.Build && spins > 1<<16 {
+			panic("refalloc: allocSlow went round 65536 times") // a mutant's collection that leaves a bit pending, a failure rather than a hang
+		}
 		if cc.bits == 0 {
 			// GUARD-FAULT: the held group ran out where the next sampled
 			// allocation is due (guardLimit cut it there): this is the one.

@@ -231,7 +231,7 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 	if mutant.CollectLoadStore {
 		w.Store(old &^ (1<<32 - 1))
 	} else {
-		old = w.Swap(old &^ (1<<32 - 1)) // the tag cannot change while we own sb
+		old = w.Swap(old &^ (1<<32 - 1 - uint64(b2i(mutant.CollectMaskShort))<<31)) // the tag cannot change while we own sb
 	}
 	bad := sb.free[g]
 	if held != nil && held.sb == sb && held.group == int32(g) {

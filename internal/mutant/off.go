@@ -213,6 +213,7 @@ const (
 	AllocTakenUnchecked  = false
 	DrainNextLate        = false
 	NotifyNotMarked      = false
+	CollectMaskShort     = false
 )
 
 func Drop() bool { return false }

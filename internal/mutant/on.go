@@ -230,6 +230,7 @@ var (
 	AllocTakenUnchecked  = on("alloctakenunchecked")
 	DrainNextLate        = on("drainnextlate")
 	NotifyNotMarked      = on("notifynotmarked")
+	CollectMaskShort     = on("collectmaskshort")
 )
 
 var remoteFrees atomic.Uint64
