@@ -229,4 +229,5 @@ var All = []Mutant{
 	{"drainnextlate", "LIFECYCLE", "Cache.Alloc", "a drain reads the next superblock on its popped stack after resetting the one it pops: a remote free that announces that one again meanwhile links it onto the new stack alone, and the rest of the popped stack is lost, marked notified on no stack"},
 	{"notifynotmarked", "LIFECYCLE", "Cache.Free", "notify's test of notified has && for ||: a remote free pushes the superblock without marking it notified, and the next one pushes it again, onto itself"},
 	{"collectmaskshort", "CONSERVE", "Cache.Flush", "a collection clears 31 of a remote word's 32 pending bits: a remote free of a group's last object is collected and stays pending, so the object is refused as a double free and an allocation that meets it goes round collecting it for good"},
+	{"pinnedtakepending", "FREE-DOUBLE", "Cache.Alloc", "takeGroupPinned takes the next group without looking at its pending bits: a stale remote free of a free object survives into the held group uncounted, found only when that object is next to go out"},
 }

@@ -214,6 +214,7 @@ const (
 	DrainNextLate        = false
 	NotifyNotMarked      = false
 	CollectMaskShort     = false
+	PinnedTakePending    = false
 )
 
 func Drop() bool { return false }

@@ -231,6 +231,7 @@ var (
 	DrainNextLate        = on("drainnextlate")
 	NotifyNotMarked      = on("notifynotmarked")
 	CollectMaskShort     = on("collectmaskshort")
+	PinnedTakePending    = on("pinnedtakepending")
 )
 
 var remoteFrees atomic.Uint64
