@@ -4,7 +4,10 @@ package impl_test
 // cache and remote frees. Each names its rule and the slip it kills.
 
 import (
+	"errors"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -105,5 +108,40 @@ func TestGroupTakenWithNothingPending(t *testing.T) {
 		if s.Index == i && s.Pending[0] != 0 {
 			t.Errorf("group 0 is held with pending bits %#x", s.Pending[0])
 		}
+	}
+}
+
+// TestFrontTailFreeInvalid (FREE-INVALID): for every class whose objects do
+// not fill the superblock, the slot one past the last object of a superblock
+// the front's P cache owns, freed through Allocator.Free on that P (one P:
+// the pinned free of its own superblock), is an invalid pointer and changes
+// nothing. TestTailFreedByEveryone frees through the front into a
+// superblock a Cache owns, which the front frees remotely. Slip: the pinned
+// free's index check is <= the object count (fronttail).
+func TestFrontTailFreeInvalid(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: the cache that allocated frees
+	for k := range spec.NumClasses {
+		size, objects := spec.ClassSize(k), spec.ClassObjects(k)
+		if size*objects == spec.SuperblockSize {
+			continue
+		}
+		a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+		must(t, err)
+		x, err := a.Alloc(size)
+		must(t, err)
+		must(t, a.Free(x)) // the entry filled, "mine"
+		x, err = a.Alloc(size)
+		must(t, err)
+		rel := int(addrOf(x) & (spec.SuperblockSize - 1))
+		tail := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(x)), size*objects-rel)), size)
+		if err := a.Free(tail); !errors.Is(err, impl.ErrInvalidPointer) {
+			t.Errorf("class %d: the front's free of its superblock's tail: %v, want ErrInvalidPointer", k, err)
+		}
+		must(t, a.Free(x))
+		a.Flush()
+		if n := a.Stats().InvalidFrees; n != 1 {
+			t.Errorf("class %d: InvalidFrees %d, want 1", k, n)
+		}
+		a.Close()
 	}
 }

@@ -215,6 +215,7 @@ const (
 	NotifyNotMarked      = false
 	CollectMaskShort     = false
 	PinnedTakePending    = false
+	FrontTail            = false
 )
 
 func Drop() bool { return false }

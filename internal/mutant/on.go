@@ -232,6 +232,7 @@ var (
 	NotifyNotMarked      = on("notifynotmarked")
 	CollectMaskShort     = on("collectmaskshort")
 	PinnedTakePending    = on("pinnedtakepending")
+	FrontTail            = on("fronttail")
 )
 
 var remoteFrees atomic.Uint64
