@@ -55,3 +55,39 @@ func TestDrainKeepsRestOfStack(t *testing.T) {
 		t.Errorf("the refill of class 256 handed out %#x, not the object of its full superblock freed remotely, %#x", addrOf(got), addrOf(as[0]))
 	}
 }
+
+// TestOrphanDrainSkipsPooled (CONSERVE: the pool's runs and the superblocks
+// in use tile the reservation): a remote free into S, paused after its CAS
+// (YieldRemoteNotify) while the owner frees the rest, collects it with a
+// Flush and releases S to the pool, then finds S without an owner and
+// announces it on the orphans' stack. The next acquire's drain of that stack
+// finds S not an orphan and only forwards it. Slip: the drain collects every
+// superblock without an owner (orphandrainpooled): S, empty, is released to
+// the pool a second time.
+func TestOrphanDrainSkipsPooled(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	objs := allocObjects(t, c, 1024, 3)
+	err = during(t, newPause(impl.YieldRemoteNotify),
+		func() error { return d.Free(objs[1]) },
+		func() {
+			must(t, c.Free(objs[0]))
+			must(t, c.Free(objs[2]))
+			c.Flush() // collects the remote free: empty, released
+		})
+	must(t, err)
+	if s := a.Stats(); s.SmallSuperblocks != 0 {
+		t.Fatalf("%d small superblocks after the release, want 0", s.SmallSuperblocks)
+	}
+	b := allocN(t, c, 1024) // acquire: drains the orphans' stack, then carves
+	if s := a.Stats(); s.SmallSuperblocks != 1 {
+		t.Errorf("%d small superblocks after one was carved, want 1", s.SmallSuperblocks)
+	}
+	more := allocObjects(t, c, 64, 1) // another superblock from the pool
+	if sbOf(a, more[0]) == sbOf(a, b) {
+		t.Errorf("two classes share superblock %d", sbOf(a, b))
+	}
+}

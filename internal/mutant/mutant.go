@@ -231,4 +231,5 @@ var All = []Mutant{
 	{"collectmaskshort", "CONSERVE", "Cache.Flush", "a collection clears 31 of a remote word's 32 pending bits: a remote free of a group's last object is collected and stays pending, so the object is refused as a double free and an allocation that meets it goes round collecting it for good"},
 	{"pinnedtakepending", "FREE-DOUBLE", "Cache.Alloc", "takeGroupPinned takes the next group without looking at its pending bits: a stale remote free of a free object survives into the held group uncounted, found only when that object is next to go out"},
 	{"fronttail", "FREE-INVALID", "Allocator.Free", "the front's pinned free of its own superblock accepts the slot one past the last object (<= for <): a free of a superblock's tail succeeds"},
+	{"orphandrainpooled", "CONSERVE", "Cache.Alloc", "the orphans' drain collects every superblock without an owner, not only orphans: one a remote free announced after its release to the pool is released again"},
 }

@@ -216,6 +216,7 @@ const (
 	CollectMaskShort     = false
 	PinnedTakePending    = false
 	FrontTail            = false
+	OrphanDrainPooled    = false
 )
 
 func Drop() bool { return false }

@@ -233,6 +233,7 @@ var (
 	CollectMaskShort     = on("collectmaskshort")
 	PinnedTakePending    = on("pinnedtakepending")
 	FrontTail            = on("fronttail")
+	OrphanDrainPooled    = on("orphandrainpooled")
 )
 
 var remoteFrees atomic.Uint64
