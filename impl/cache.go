@@ -264,7 +264,10 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 			return cc.pop(b, n), nil
 		}
 	}
-	for {
+	for spins := 0; ; spins++ {
+		if mutant.Build && spins > 1<<16 {
+			panic("refalloc: allocSlow went round 65536 times") // a mutant's collection that leaves a bit pending, a failure rather than a hang
+		}
 		if cc.bits == 0 {
 			// GUARD-FAULT: the held group ran out where the next sampled
 			// allocation is due (guardLimit cut it there): this is the one.
@@ -747,7 +750,7 @@ func (c *Cache) takeGroupPinned(k int) bool {
 	}
 	rs := sb.remote.Load()
 	g := sb.nextGroup()
-	if g < 0 || uint32(rs.w[g].Load()) != 0 {
+	if g < 0 || uint32(rs.w[g].Load()) != 0 && !mutant.PinnedTakePending {
 		return false
 	}
 	c.take(k, rs, g)

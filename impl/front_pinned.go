@@ -308,7 +308,7 @@ func (a *Allocator) Free(b []byte) error {
 			idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 			g, m := idx>>5, uint32(1)<<(idx&31)
 			sb := e.sb
-			if idx*e.size == rel && (idx < e.nobj || mutant.LocalTail) && // FREE-INVALID
+			if idx*e.size == rel && (idx < e.nobj+uint32(b2i(mutant.FrontTail)) || mutant.LocalTail) && // FREE-INVALID
 				(mutant.NoDoubleFreeCheck || !c.notLive(e, g, m)) { // FREE-DOUBLE
 				switch {
 				case sb.localFreed+1 < sb.limit+b2i(mutant.PublishLate || mutant.PinnedPublishLate): // STATS-LAG

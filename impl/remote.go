@@ -100,7 +100,11 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 // that sb has pending remote frees. Only the goroutine whose CAS sets notified
 // may link sb into a stack, so nextNotify has one writer at a time.
 func (a *Allocator) notify(sb *superblock) {
-	if sb.notified.Load() || !sb.notified.CompareAndSwap(false, true) {
+	if mutant.NotifyNotMarked {
+		if sb.notified.Load() && !sb.notified.CompareAndSwap(false, true) {
+			return
+		}
+	} else if sb.notified.Load() || !sb.notified.CompareAndSwap(false, true) {
 		return
 	}
 	yield(YieldNotifyPush)
@@ -161,9 +165,23 @@ func (c *Cache) drainNotify() {
 	if c.notify.Load() == nil {
 		return // the common case, without the locked swap
 	}
+	popped := uint32(0)
 	for sb := c.notify.Swap(nil); sb != nil; {
+		if mutant.Build {
+			if popped++; popped > c.a.nsb {
+				panic("refalloc: a notification stack longer than the reservation: a cycle") // a mutant's double push, a failure rather than a hang
+			}
+		}
+		// The link first: once notified is reset, a notify may push sb again
+		// and overwrite it.
 		next := sb.nextNotify.Load()
+		if mutant.DrainNextLate {
+			sb.notified.Store(false)
+		}
 		yield(YieldDrainPop)
+		if mutant.DrainNextLate {
+			next = sb.nextNotify.Load()
+		}
 		// Reset before collecting: a bit set after the collection below will find
 		// notified false and push sb again.
 		sb.notified.Store(false)
@@ -213,7 +231,7 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 	if mutant.CollectLoadStore {
 		w.Store(old &^ (1<<32 - 1))
 	} else {
-		old = w.Swap(old &^ (1<<32 - 1)) // the tag cannot change while we own sb
+		old = w.Swap(old &^ (1<<32 - 1 - uint64(b2i(mutant.CollectMaskShort))<<31)) // the tag cannot change while we own sb
 	}
 	bad := sb.free[g]
 	if held != nil && held.sb == sb && held.group == int32(g) {

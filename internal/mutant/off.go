@@ -214,6 +214,12 @@ const (
 	PinnedFillPast       = false
 	AcquireNoOrphanDrain = false
 	HeldCollectNoPub     = false
+	DrainNextLate        = false
+	NotifyNotMarked      = false
+	CollectMaskShort     = false
+	PinnedTakePending    = false
+	FrontTail            = false
+	OrphanDrainPooled    = false
 )
 
 func Drop() bool { return false }

@@ -231,6 +231,12 @@ var (
 	PinnedFillPast       = on("pinnedfillpast")
 	AcquireNoOrphanDrain = on("acquirenoorphandrain")
 	HeldCollectNoPub     = on("heldcollectnopub")
+	DrainNextLate        = on("drainnextlate")
+	NotifyNotMarked      = on("notifynotmarked")
+	CollectMaskShort     = on("collectmaskshort")
+	PinnedTakePending    = on("pinnedtakepending")
+	FrontTail            = on("fronttail")
+	OrphanDrainPooled    = on("orphandrainpooled")
 )
 
 var remoteFrees atomic.Uint64
