@@ -929,7 +929,7 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 		yield(YieldOrphanDrain)
 		sb.notified.Store(false)
 		// Owner first: an adopted superblock's list field is its owner's.
-		if sb.owner.Load() == nil && sb.list == listOrphan {
+		if sb.owner.Load() == nil && (sb.list == listOrphan || mutant.DrainPooled) {
 			a.collectOrphan(c, sb)
 		} else {
 			a.forward(sb)

@@ -229,4 +229,5 @@ var All = []Mutant{
 	{"pinnedfillpast", "FREE-INVALID", "Allocator.Free", "the front's pinned free fills its entry for an offset equal to the reservation's size (off > size, not >=): Free of the address one past the reservation reads a header past the last chunk, and panics while pinned"},
 	{"acquirenoorphandrain", "LIFECYCLE", "Cache.Alloc", "acquire does not collect the orphans' announced remote frees before it looks for one to adopt: an orphan whose free objects came by remote frees that landed after it was orphaned looks full, and the refill takes a superblock from the pool"},
 	{"heldcollectnopub", "STATS-EXACT", "Cache.Alloc", "allocSlow's collection of the held group's remote word, when its lowest object has a free pending, is not published: a legitimate remote free of another object of the group, collected with it, is lost to Stats.Frees for good"},
+	{"drainpooled", "LIFECYCLE", "Allocator.Flush", "a drain of the orphans' stack takes any superblock without an owner for an orphan: one adopted and released while announced there is found empty in the pool and released a second time"},
 }

@@ -214,6 +214,7 @@ const (
 	PinnedFillPast       = false
 	AcquireNoOrphanDrain = false
 	HeldCollectNoPub     = false
+	DrainPooled          = false
 )
 
 func Drop() bool { return false }

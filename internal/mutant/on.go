@@ -231,6 +231,7 @@ var (
 	PinnedFillPast       = on("pinnedfillpast")
 	AcquireNoOrphanDrain = on("acquirenoorphandrain")
 	HeldCollectNoPub     = on("heldcollectnopub")
+	DrainPooled          = on("drainpooled")
 )
 
 var remoteFrees atomic.Uint64
