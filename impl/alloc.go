@@ -927,12 +927,17 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 	for sb := a.orphanNotify.Swap(nil); sb != nil; {
 		next := sb.nextNotify.Load()
 		yield(YieldOrphanDrain)
-		sb.notified.Store(false)
+		if !mutant.OrphanNotifiedLate {
+			sb.notified.Store(false)
+		}
 		// Owner first: an adopted superblock's list field is its owner's.
 		if sb.owner.Load() == nil && (sb.list == listOrphan || mutant.DrainPooled) {
 			a.collectOrphan(c, sb)
 		} else {
 			a.forward(sb)
+		}
+		if mutant.OrphanNotifiedLate {
+			sb.notified.Store(false)
 		}
 		sb = next
 	}

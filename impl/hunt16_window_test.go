@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestOrphanNotifiedThenPooled (LIFECYCLE, NO-OVERLAP): a superblock
@@ -67,3 +68,92 @@ func TestOrphanNotifiedThenPooled(t *testing.T) {
 		must(t, c.Close())
 	}
 }
+
+// pauseEach stops the first goroutine to reach a point at the first of its
+// pauses for that point, the next goroutine at the next one, and so on: each
+// of several goroutines stopped at the same point can be let go alone. A
+// goroutine goes through one pause a call at most.
+type pauseEach []*pauseOnce
+
+func (s pauseEach) Yield(point string) {
+	for _, p := range s {
+		if p.point == point && p.taken.CompareAndSwap(false, true) {
+			close(p.paused)
+			<-p.resume
+			return
+		}
+	}
+}
+
+func (s pauseEach) Bucket() uint32 { return 0 }
+
+// TestRemoteFreeDuringOrphanDrainIsAnnounced (LIFECYCLE, STATS-EXACT): the
+// orphans' drain, as its owner's drain does (TestRemoteFreeDuringDrainIsAnnounced),
+// clears an orphan's notified mark before it collects: a remote free that
+// lands in a group the collection has passed must find it clear and announce
+// the orphan again. Three remote frees into S, a full superblock of 1000-byte
+// objects (two groups), read its owner and stop before their CAS
+// (remote.tag); the owner closes, S is an orphan; the first lands in group 0
+// and announces S on the orphans' stack, the second in group 1; a Flush
+// drains the orphans' stack and stops at the collection of group 1
+// (collect.swap), and meanwhile the third lands in group 0. After the
+// flushes every free is published and none is pending. Slip: the drain
+// clears notified after collecting (orphannotifiedlate): the third free finds
+// S still announced, and its bit stays pending, unannounced, for good.
+func TestRemoteFreeDuringOrphanDrainIsAnnounced(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	owner, _ := a.NewCache()
+	w := make([]*impl.Cache, 3)
+	for i := range w {
+		w[i], _ = a.NewCache()
+	}
+	objs := allocObjects(t, owner, 1000, 64) // S, full: objects 0-31 are group 0
+	s := sbOf(a, objs[0])
+	tags := pauseEach{newPause(impl.YieldRemoteTag), newPause(impl.YieldRemoteTag), newPause(impl.YieldRemoteTag)}
+	swap := &pauseNth{point: impl.YieldCollectSwap, n: 2, paused: make(chan struct{}), resume: make(chan struct{})}
+	sched := schedulers{tags, swap}
+	impl.SetScheduler(sched)
+	defer impl.SetScheduler(nil)
+	done := make([]chan error, 3)
+	for i, b := range [][]byte{objs[1], objs[40], objs[0]} {
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- w[i].Free(b) }()
+		<-tags[i].paused
+	}
+	must(t, owner.Close()) // S an orphan, nothing pending yet
+	close(tags[0].resume)  // lands in group 0, announces S on the orphans' stack
+	must(t, <-done[0])
+	close(tags[1].resume) // lands in group 1: S is announced already
+	must(t, <-done[1])
+	if st := sbState(t, a, s); !st.Orphan || !st.Notified || st.Pending[0] == 0 || st.Pending[1] == 0 {
+		t.Fatalf("setup: S orphan %v notified %v pending %x, want an announced orphan with frees pending in both groups", st.Orphan, st.Notified, st.Pending)
+	}
+	flushed := make(chan struct{})
+	go func() { w[0].Flush(); close(flushed) }() // the orphans' drain: group 0, then group 1
+	<-swap.paused
+	close(tags[2].resume) // lands in group 0, collected already
+	must(t, <-done[2])
+	close(swap.resume)
+	<-flushed
+	for _, c := range w {
+		c.Flush()
+	}
+	st := sbState(t, a, s)
+	k := spec.SizeToClass(1000)
+	if f := a.Stats().Classes[k].Frees; f != 3 || st.Pending[0] != 0 || st.Pending[1] != 0 {
+		t.Fatalf("after every cache flushed: %d frees published, S pending %x; want 3 and none", f, st.Pending)
+	}
+}
+
+// schedulers runs each scheduler's Yield in turn.
+type schedulers []impl.Scheduler
+
+func (s schedulers) Yield(point string) {
+	for _, x := range s {
+		x.Yield(point)
+	}
+}
+
+func (s schedulers) Bucket() uint32 { return 0 }

@@ -230,4 +230,5 @@ var All = []Mutant{
 	{"acquirenoorphandrain", "LIFECYCLE", "Cache.Alloc", "acquire does not collect the orphans' announced remote frees before it looks for one to adopt: an orphan whose free objects came by remote frees that landed after it was orphaned looks full, and the refill takes a superblock from the pool"},
 	{"heldcollectnopub", "STATS-EXACT", "Cache.Alloc", "allocSlow's collection of the held group's remote word, when its lowest object has a free pending, is not published: a legitimate remote free of another object of the group, collected with it, is lost to Stats.Frees for good"},
 	{"drainpooled", "LIFECYCLE", "Allocator.Flush", "a drain of the orphans' stack takes any superblock without an owner for an orphan: one adopted and released while announced there is found empty in the pool and released a second time"},
+	{"orphannotifiedlate", "LIFECYCLE", "Allocator.Flush", "the orphans' drain clears an orphan's notified mark after collecting it, not before: a remote free landing in a group already collected finds it still announced, and its bit stays pending, unannounced, for good"},
 }

@@ -215,6 +215,7 @@ const (
 	AcquireNoOrphanDrain = false
 	HeldCollectNoPub     = false
 	DrainPooled          = false
+	OrphanNotifiedLate   = false
 )
 
 func Drop() bool { return false }

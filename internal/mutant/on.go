@@ -232,6 +232,7 @@ var (
 	AcquireNoOrphanDrain = on("acquirenoorphandrain")
 	HeldCollectNoPub     = on("heldcollectnopub")
 	DrainPooled          = on("drainpooled")
+	OrphanNotifiedLate   = on("orphannotifiedlate")
 )
 
 var remoteFrees atomic.Uint64
