@@ -629,7 +629,9 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 		a.verifyReleased(c, sb)
 		poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
 	}
-	sb.owner.Store(nil)
+	if !mutant.ReleaseKeepsOwner {
+		sb.owner.Store(nil)
+	}
 	sb.meta.Store(packMeta(next, statePool, k))
 	if sb.list == listOrphan {
 		a.unlinkOrphan(sb)

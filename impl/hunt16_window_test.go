@@ -157,3 +157,44 @@ func (s schedulers) Yield(point string) {
 }
 
 func (s schedulers) Bucket() uint32 { return 0 }
+
+// TestNotifyAfterReleaseFindsNoOwner (LIFECYCLE, NO-OVERLAP): a remote free
+// whose CAS landed stops before it announces the superblock (remote.notify);
+// meanwhile the owner's Flush collects the free and releases the emptied
+// superblock S. A pooled superblock has no owner: the late announcement goes
+// to the orphans' stack, whose drain forwards S (nothing pending) and leaves
+// it. Slip: the release keeps the owner (releasekeepsowner): the
+// announcement goes onto the old owner's stack, whose next drain takes S
+// for its own, finds it empty and releases it a second time, counting one
+// small superblock less than there are and putting S into the pool twice.
+func TestNotifyAfterReleaseFindsNoOwner(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	w, _ := a.NewCache()
+	x := allocN(t, c, 1000)
+	s := sbOf(a, x)
+	err = during(t, newPause(impl.YieldRemoteNotify), func() error {
+		return w.Free(x) // remote: pending in S, c's current
+	}, func() {
+		c.Flush() // collects the free, releases S
+	})
+	must(t, err)
+	if st := sbState(t, a, s); st.State != impl.SBPool || !st.Notified {
+		t.Fatalf("setup: S %v notified %v, want pooled and announced", st.State, st.Notified)
+	}
+	c.Flush() // drains c's stack and the orphans'
+	w.Flush()
+	if st := a.Stats(); st.SmallSuperblocks != 0 {
+		t.Fatalf("after the drains: %d small superblocks, want 0", st.SmallSuperblocks)
+	}
+	runs := a.Snapshot().FreeRuns
+	for i := 1; i < len(runs); i++ {
+		if runs[i].Start < runs[i-1].Start+runs[i-1].N {
+			t.Fatalf("pool runs overlap: %v", runs)
+		}
+	}
+	must(t, c.Close())
+	must(t, w.Close())
+}

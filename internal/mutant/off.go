@@ -216,6 +216,7 @@ const (
 	HeldCollectNoPub     = false
 	DrainPooled          = false
 	OrphanNotifiedLate   = false
+	ReleaseKeepsOwner    = false
 )
 
 func Drop() bool { return false }

@@ -233,6 +233,7 @@ var (
 	HeldCollectNoPub     = on("heldcollectnopub")
 	DrainPooled          = on("drainpooled")
 	OrphanNotifiedLate   = on("orphannotifiedlate")
+	ReleaseKeepsOwner    = on("releasekeepsowner")
 )
 
 var remoteFrees atomic.Uint64
