@@ -492,7 +492,7 @@ func (a *Allocator) header(i uint32) *superblock {
 		ch = new(sbChunk)
 		for j := range ch {
 			ch[j].idx = i&^(chunkLen-1) + uint32(j)
-			ch[j].meta.Store(packMeta(0, stateUnused, noClass))
+			ch[j].meta.Store(packMeta(0, stateUnused+uint8(b2i(mutant.HeaderPooled)), noClass))
 		}
 		a.top[i>>chunkShift].Store(ch)
 	}

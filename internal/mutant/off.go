@@ -217,6 +217,7 @@ const (
 	DrainPooled          = false
 	OrphanNotifiedLate   = false
 	ReleaseKeepsOwner    = false
+	HeaderPooled         = false
 )
 
 func Drop() bool { return false }

@@ -234,6 +234,7 @@ var (
 	DrainPooled          = on("drainpooled")
 	OrphanNotifiedLate   = on("orphannotifiedlate")
 	ReleaseKeepsOwner    = on("releasekeepsowner")
+	HeaderPooled         = on("headerpooled")
 )
 
 var remoteFrees atomic.Uint64
