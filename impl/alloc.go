@@ -935,7 +935,7 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 		// Owner first: an adopted superblock's list field is its owner's.
 		if sb.owner.Load() == nil && (sb.list == listOrphan || mutant.DrainPooled) {
 			a.collectOrphan(c, sb)
-		} else {
+		} else if !mutant.OrphanDropForward {
 			a.forward(sb)
 		}
 		if mutant.OrphanNotifiedLate {

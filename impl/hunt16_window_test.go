@@ -198,3 +198,51 @@ func TestNotifyAfterReleaseFindsNoOwner(t *testing.T) {
 	must(t, c.Close())
 	must(t, w.Close())
 }
+
+// TestAdoptedWhileAnnouncedIsForwarded (LIFECYCLE, CONSERVE: every superblock
+// with remote frees pending is announced): S, an orphan announced on the
+// orphans' stack (set up as in TestOrphanNotifiedThenPooled, two objects
+// live), is adopted by a free of one of them; a remote free of the other
+// then finds S still marked notified and does not announce it. The next
+// drain of the orphans' stack pops S, owned now: it must forward it onto
+// its owner's stack, not leave its free pending unannounced. Slip: the
+// orphans' drain drops what it does not collect (orphandropforward).
+func TestAdoptedWhileAnnouncedIsForwarded(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	idle, _ := a.NewCache()
+	w1, _ := a.NewCache()
+	w2, _ := a.NewCache()
+	objs := allocObjects(t, idle, 1000, 64) // S, full
+	s := sbOf(a, objs[0])
+	var next []byte
+	err = during(t, newPause(impl.YieldRefillAcquire), func() error {
+		var err error
+		next, err = idle.Alloc(1000) // acquires a second superblock, orphans S
+		return err
+	}, func() {
+		for _, b := range objs[:62] {
+			must(t, w1.Free(b)) // remote: the first announces S on idle's stack
+		}
+	})
+	must(t, err)
+	must(t, w2.Free(objs[63])) // adopts S, collects the 62
+	must(t, w1.Free(objs[62])) // remote into w2's S, still marked notified: no push
+	if st := sbState(t, a, s); st.Owner != w2.ID() || !st.Notified || st.Pending[1] == 0 {
+		t.Fatalf("setup: S owner %d notified %v pending %x, want cache %d's, announced, a free pending", st.Owner, st.Notified, st.Pending, w2.ID())
+	}
+	w1.Flush() // drains the orphans' stack: S is w2's
+	if st := sbState(t, a, s); st.Pending[1] != 0 && !st.Notified {
+		t.Fatalf("after the orphans' drain S has remote frees pending %x and is not announced", st.Pending)
+	}
+	w2.Flush()
+	k := spec.SizeToClass(1000)
+	if f := a.Stats().Classes[k].Frees; f != 64 {
+		t.Fatalf("%d frees of class %d published after the flushes, want 64", f, k)
+	}
+	must(t, idle.Free(next))
+	for _, c := range []*impl.Cache{idle, w1, w2} {
+		must(t, c.Close())
+	}
+}

@@ -218,6 +218,7 @@ const (
 	OrphanNotifiedLate   = false
 	ReleaseKeepsOwner    = false
 	HeaderPooled         = false
+	OrphanDropForward    = false
 )
 
 func Drop() bool { return false }

@@ -235,6 +235,7 @@ var (
 	OrphanNotifiedLate   = on("orphannotifiedlate")
 	ReleaseKeepsOwner    = on("releasekeepsowner")
 	HeaderPooled         = on("headerpooled")
+	OrphanDropForward    = on("orphandropforward")
 )
 
 var remoteFrees atomic.Uint64
