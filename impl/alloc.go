@@ -492,7 +492,7 @@ func (a *Allocator) header(i uint32) *superblock {
 		ch = new(sbChunk)
 		for j := range ch {
 			ch[j].idx = i&^(chunkLen-1) + uint32(j)
-			ch[j].meta.Store(packMeta(0, stateUnused, noClass))
+			ch[j].meta.Store(packMeta(0, stateUnused+uint8(b2i(mutant.HeaderPooled)), noClass))
 		}
 		a.top[i>>chunkShift].Store(ch)
 	}
@@ -629,7 +629,9 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 		a.verifyReleased(c, sb)
 		poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
 	}
-	sb.owner.Store(nil)
+	if !mutant.ReleaseKeepsOwner {
+		sb.owner.Store(nil)
+	}
 	sb.meta.Store(packMeta(next, statePool, k))
 	if sb.list == listOrphan {
 		a.unlinkOrphan(sb)
@@ -927,12 +929,17 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 	for sb := a.orphanNotify.Swap(nil); sb != nil; {
 		next := sb.nextNotify.Load()
 		yield(YieldOrphanDrain)
-		sb.notified.Store(false)
+		if !mutant.OrphanNotifiedLate {
+			sb.notified.Store(false)
+		}
 		// Owner first: an adopted superblock's list field is its owner's.
 		if sb.owner.Load() == nil && (sb.list == listOrphan || mutant.OrphanDrainPooled) {
 			a.collectOrphan(c, sb)
-		} else {
+		} else if !mutant.OrphanDropForward {
 			a.forward(sb)
+		}
+		if mutant.OrphanNotifiedLate {
+			sb.notified.Store(false)
 		}
 		sb = next
 	}

@@ -235,4 +235,8 @@ var All = []Mutant{
 	{"pinnedtakepending", "FREE-DOUBLE", "Cache.Alloc", "takeGroupPinned takes the next group without looking at its pending bits: a stale remote free of a free object survives into the held group uncounted, found only when that object is next to go out"},
 	{"fronttail", "FREE-INVALID", "Allocator.Free", "the front's pinned free of its own superblock accepts the slot one past the last object (<= for <): a free of a superblock's tail succeeds"},
 	{"orphandrainpooled", "CONSERVE", "Cache.Alloc", "the orphans' drain collects every superblock without an owner, not only orphans: one a remote free announced after its release to the pool is released again"},
+	{"orphannotifiedlate", "LIFECYCLE", "Allocator.Flush", "the orphans' drain clears an orphan's notified mark after collecting it, not before: a remote free landing in a group already collected finds it still announced, and its bit stays pending, unannounced, for good"},
+	{"releasekeepsowner", "LIFECYCLE", "Cache.Flush", "a released superblock keeps its owner in the pool: a remote free whose CAS landed before the release announces it on the old owner's stack, whose next drain collects it as its own and releases it a second time"},
+	{"headerpooled", "REFINES", "Allocator.Snapshot", "a new chunk's headers say pooled, not unused: the snapshot lists superblocks never used as pooled"},
+	{"orphandropforward", "LIFECYCLE", "Cache.Free", "the orphans' drain drops, instead of forwarding, a superblock adopted while announced there: a remote free that found it still marked notified stays pending, unannounced"},
 }

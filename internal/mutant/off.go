@@ -220,6 +220,10 @@ const (
 	PinnedTakePending    = false
 	FrontTail            = false
 	OrphanDrainPooled    = false
+	OrphanNotifiedLate   = false
+	ReleaseKeepsOwner    = false
+	HeaderPooled         = false
+	OrphanDropForward    = false
 )
 
 func Drop() bool { return false }

@@ -237,6 +237,10 @@ var (
 	PinnedTakePending    = on("pinnedtakepending")
 	FrontTail            = on("fronttail")
 	OrphanDrainPooled    = on("orphandrainpooled")
+	OrphanNotifiedLate   = on("orphannotifiedlate")
+	ReleaseKeepsOwner    = on("releasekeepsowner")
+	HeaderPooled         = on("headerpooled")
+	OrphanDropForward    = on("orphandropforward")
 )
 
 var remoteFrees atomic.Uint64
