@@ -132,7 +132,13 @@ func TestRemoteFreeDuringOrphanDrainIsAnnounced(t *testing.T) {
 	}
 	flushed := make(chan struct{})
 	go func() { w[0].Flush(); close(flushed) }() // the orphans' drain: group 0, then group 1
-	<-swap.paused
+	select {
+	case <-swap.paused:
+	case <-flushed: // a failure, not a hang, under flushnoorphans
+		close(tags[2].resume)
+		<-done[2]
+		t.Fatal("Flush returned without collecting S, announced on the orphans' stack (STATS-EXACT: a flush drains it)")
+	}
 	close(tags[2].resume) // lands in group 0, collected already
 	must(t, <-done[2])
 	close(swap.resume)
