@@ -31,12 +31,7 @@ func TestFrontAllocReadsNothingAfterUnpin(t *testing.T) {
 	// are handed out here, so that the other goroutine's first Alloc
 	// refills (the race detector keeps a few accesses a word: the write
 	// must come before other accesses push the read out).
-	var ours [][]byte
-	for range 31 {
-		b, err := a.Alloc(16)
-		must(t, err)
-		ours = append(ours, b)
-	}
+	ours := allocObjects(t, a, 16, 31)
 	start, done := make(chan struct{}), make(chan struct{})
 	var theirs [][]byte
 	go func() {
@@ -74,12 +69,7 @@ func TestFrontFreePublishesBeforeUnpin(t *testing.T) {
 	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
-	var objs [][]byte
-	for range 100 {
-		b, err := a.Alloc(16)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	objs := allocObjects(t, a, 16, 100)
 	for _, b := range objs[:63] { // pinned local frees, below the limit (64)
 		must(t, a.Free(b))
 	}
@@ -167,12 +157,7 @@ func TestFrontPinnedPublishFolds(t *testing.T) {
 	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
-	var objs [][]byte
-	for range 100 {
-		b, err := a.Alloc(16)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	objs := allocObjects(t, a, 16, 100)
 	k := spec.SizeToClass(16)
 	for _, b := range objs[:64] {
 		must(t, a.Free(b))

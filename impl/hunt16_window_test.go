@@ -28,12 +28,7 @@ func TestOrphanNotifiedThenPooled(t *testing.T) {
 	idle, _ := a.NewCache()
 	w1, _ := a.NewCache()
 	w2, _ := a.NewCache()
-	var objs [][]byte
-	for range 64 { // one superblock of 1000-byte objects, full
-		b, err := idle.Alloc(1000)
-		must(t, err)
-		objs = append(objs, b)
-	}
+	objs := allocObjects(t, idle, 1000, 64) // one superblock of 1000-byte objects, full
 	s := sbOf(a, objs[0])
 	var next []byte
 	err = during(t, newPause(impl.YieldRefillAcquire), func() error {
@@ -57,15 +52,22 @@ func TestOrphanNotifiedThenPooled(t *testing.T) {
 	if st := a.Stats(); st.SmallSuperblocks != 1 || st.OrphanedSuperblocks != 0 {
 		t.Fatalf("after the drain: %d small superblocks, %d orphaned; want 1 (idle's current) and 0", st.SmallSuperblocks, st.OrphanedSuperblocks)
 	}
+	poolRunsDisjoint(t, a)
+	must(t, idle.Free(next))
+	for _, c := range []*impl.Cache{idle, w1, w2} {
+		must(t, c.Close())
+	}
+}
+
+// poolRunsDisjoint fails t if two runs of a's pool overlap (NO-OVERLAP: a
+// superblock released twice is pooled twice).
+func poolRunsDisjoint(t *testing.T, a *impl.Allocator) {
+	t.Helper()
 	runs := a.Snapshot().FreeRuns
 	for i := 1; i < len(runs); i++ {
 		if runs[i].Start < runs[i-1].Start+runs[i-1].N {
 			t.Fatalf("pool runs overlap: %v", runs)
 		}
-	}
-	must(t, idle.Free(next))
-	for _, c := range []*impl.Cache{idle, w1, w2} {
-		must(t, c.Close())
 	}
 }
 
@@ -195,12 +197,7 @@ func TestNotifyAfterReleaseFindsNoOwner(t *testing.T) {
 	if st := a.Stats(); st.SmallSuperblocks != 0 {
 		t.Fatalf("after the drains: %d small superblocks, want 0", st.SmallSuperblocks)
 	}
-	runs := a.Snapshot().FreeRuns
-	for i := 1; i < len(runs); i++ {
-		if runs[i].Start < runs[i-1].Start+runs[i-1].N {
-			t.Fatalf("pool runs overlap: %v", runs)
-		}
-	}
+	poolRunsDisjoint(t, a)
 	must(t, c.Close())
 	must(t, w.Close())
 }

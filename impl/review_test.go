@@ -41,7 +41,11 @@ func genOf(t *testing.T, a *impl.Allocator, i int) uint32 {
 	return 0
 }
 
-func allocN(t *testing.T, c *impl.Cache, n int) []byte {
+// allocator is what allocN and allocObjects allocate from: a Cache, or the
+// Allocator's own methods (the front).
+type allocator interface{ Alloc(n int) ([]byte, error) }
+
+func allocN(t *testing.T, c allocator, n int) []byte {
 	t.Helper()
 	b, err := c.Alloc(n)
 	must(t, err)
@@ -49,7 +53,7 @@ func allocN(t *testing.T, c *impl.Cache, n int) []byte {
 }
 
 // allocObjects allocates count objects of size bytes from c, in order.
-func allocObjects(t *testing.T, c *impl.Cache, size, count int) [][]byte {
+func allocObjects(t *testing.T, c allocator, size, count int) [][]byte {
 	t.Helper()
 	objs := make([][]byte, 0, count)
 	for range count {
