@@ -599,7 +599,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 
 // releaseLocked returns an empty small superblock to the pool. The caller owns it
 // (or holds a.mu for an orphan) and has established that every object is free;
-// c, if not nil, is charged with any late double free found while stamping.
+// c is charged with any late double free found while stamping.
 // Under a.mu.
 func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	gen, _, k := unpackMeta(sb.meta.Load())
@@ -851,14 +851,11 @@ func (a *Allocator) Trim() error {
 }
 
 // lateDouble records a double free found after the call that made it returned
-// (FREE-DOUBLE): counted, reported through OnError, dropped.
+// (FREE-DOUBLE): counted in c, the cache that found it (every collection and
+// release runs on one, an orphan's too), reported through OnError, dropped.
 func (a *Allocator) lateDouble(c *Cache, sb *superblock, k, idx int) {
 	addr := a.base + uintptr(sb.idx)<<spec.SuperblockShift + uintptr(idx*spec.ClassSize(k))
-	if c != nil {
-		c.ev.double.Add(1)
-	} else {
-		a.retiredBad(1, 0)
-	}
+	c.ev.double.Add(1)
 	if a.opt.OnError != nil {
 		a.opt.OnError(errDouble(addr, k))
 	}
@@ -867,13 +864,6 @@ func (a *Allocator) lateDouble(c *Cache, sb *superblock, k, idx int) {
 func (a *Allocator) retiredWAF() {
 	a.regMu.Lock()
 	a.retired.waf++
-	a.regMu.Unlock()
-}
-
-func (a *Allocator) retiredBad(double, invalid uint64) {
-	a.regMu.Lock()
-	a.retired.double += double
-	a.retired.invalid += invalid
 	a.regMu.Unlock()
 }
 

@@ -130,7 +130,7 @@ func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
 	if off >= c.a.size && !mutant.ResizeForeign {
 		return nil, false
 	}
-	if sb := c.a.lookup(off >> spec.SuperblockShift); sb == nil {
+	if sb := c.a.lookup(off >> spec.SuperblockShift); sb == nil && !mutant.ResizeNoHeader {
 		return nil, false
 	} else if _, state, _ := unpackMeta(sb.meta.Load()); state != stateLargeHead {
 		return nil, false

@@ -170,3 +170,43 @@ func TestSettleCounts(t *testing.T) {
 		t.Errorf("after Unfree: counts %+v, want 2 allocs 1 free", c)
 	}
 }
+
+// TestJudgeAddressOverlapBound (REFINES): the judge tracks the calls in
+// flight on one address in a 64-bit set, so a 65th at once is refused with
+// REFINES, not folded into a wrapped bit; 64 at once are judged. 64 and 65
+// overlapping allocs: 64 get their verdict (NO-OVERLAP: two took effect with
+// no free between), 65 the bound's. Slip: the bound checked one late (the 65th
+// call's bit is 1<<64, which is 0, and its verdict becomes NO-OVERLAP too).
+func TestJudgeAddressOverlapBound(t *testing.T) {
+	allocs := func(n int) []oracle.Call {
+		calls := make([]oracle.Call, n)
+		for i := range calls {
+			calls[i] = oracle.Call{Kind: oracle.CallAlloc, Begin: uint64(1 + i), End: uint64(1000 + i)}
+		}
+		return calls
+	}
+	if _, v := oracle.JudgeAddress(false, allocs(64)); v == nil || v.Rule != spec.RuleNoOverlap {
+		t.Errorf("64 overlapping allocs: %v, want a %s violation", v, spec.RuleNoOverlap)
+	}
+	if _, v := oracle.JudgeAddress(false, allocs(65)); v == nil || v.Rule != spec.RuleRefines {
+		t.Errorf("65 overlapping allocs: %v, want the bound's %s violation", v, spec.RuleRefines)
+	}
+}
+
+// TestCallString: a call in a report says what it was, when, what it got,
+// whether it was inside a live object, and whose it was.
+func TestCallString(t *testing.T) {
+	c := oracle.Call{Kind: oracle.CallFree, Begin: 3, End: 9, Got: oracle.InvalidPointer}
+	const plain = "free [3,9] ErrInvalidPointer"
+	if got := c.String(); got != plain {
+		t.Errorf("%q, want %q", got, plain)
+	}
+	c.Interior, c.Who = true, "goroutine 7"
+	if got, want := c.String(), plain+" (inside a live object) by goroutine 7"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	c.Interior = false
+	if got, want := c.String(), plain+" by goroutine 7"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

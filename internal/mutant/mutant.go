@@ -238,5 +238,8 @@ var All = []Mutant{
 	{"orphannotifiedlate", "LIFECYCLE", "Allocator.Flush", "the orphans' drain clears an orphan's notified mark after collecting it, not before: a remote free landing in a group already collected finds it still announced, and its bit stays pending, unannounced, for good"},
 	{"releasekeepsowner", "LIFECYCLE", "Cache.Flush", "a released superblock keeps its owner in the pool: a remote free whose CAS landed before the release announces it on the old owner's stack, whose next drain collects it as its own and releases it a second time"},
 	{"headerpooled", "REFINES", "Allocator.Snapshot", "a new chunk's headers say pooled, not unused: the snapshot lists superblocks never used as pooled"},
+	{"freenoheader", "FREE-INVALID", "Cache.Free", "a free of an address whose header chunk was never made (past the first 32 MiB used) skips the nil check and dereferences no header"},
+	{"resizenoheader", "FREE-INVALID", "Cache.Realloc", "a Realloc to a large size of an address whose header chunk was never made skips the nil check"},
+	{"overlaplate", "REFINES", "oracle.JudgeAddress", "the judge's bound on calls in flight at one address is checked one late: a 65th call's bit wraps to 0"},
 	{"orphandropforward", "LIFECYCLE", "Cache.Free", "the orphans' drain drops, instead of forwarding, a superblock adopted while announced there: a remote free that found it still marked notified stays pending, unannounced"},
 }

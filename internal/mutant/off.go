@@ -224,6 +224,9 @@ const (
 	ReleaseKeepsOwner    = false
 	HeaderPooled         = false
 	OrphanDropForward    = false
+	FreeNoHeader         = false
+	ResizeNoHeader       = false
+	OverlapLate          = false
 )
 
 func Drop() bool { return false }

@@ -241,6 +241,9 @@ var (
 	ReleaseKeepsOwner    = on("releasekeepsowner")
 	HeaderPooled         = on("headerpooled")
 	OrphanDropForward    = on("orphandropforward")
+	FreeNoHeader         = on("freenoheader")
+	ResizeNoHeader       = on("resizenoheader")
+	OverlapLate          = on("overlaplate")
 )
 
 var remoteFrees atomic.Uint64
