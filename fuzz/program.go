@@ -73,7 +73,9 @@ type Program struct {
 	// 32 or 1 superblock-cache ways, or with bit 2: 1, 64, 128 or 64 (bit 2
 	// alone was one way before bits 4-5 said anything); bit 3: debug mode; bit 6: guard mode
 	// (GUARD-FAULT) with every small allocation sampled, or, with bit 7, one
-	// in 3 and a quarantine of one object.
+	// in 3 and a quarantine of one object; bit 7 without guard mode: a pool
+	// that keeps two superblocks committed and returns the rest at once
+	// (Retain, Decay < 0: MEM-ACCOUNT is then checked tightly at every step).
 	Header uint8
 	Cmds   []Cmd
 }
@@ -130,6 +132,8 @@ func (p Program) Options() impl.Options {
 		if p.Header&128 != 0 {
 			opt.Guard.SampleRate, opt.Guard.QuarantineObjects = 3, 1
 		}
+	} else if p.Header&128 != 0 {
+		opt.Retain, opt.Decay = 2*spec.SuperblockSize, -1
 	}
 	return opt
 }

@@ -3,6 +3,8 @@
 package invariants
 
 import (
+	"time"
+
 	"pgregory.net/rapid"
 
 	"github.com/refalloc/refalloc/impl"
@@ -24,6 +26,11 @@ func newMachine(t *rapid.T) *machine {
 		// Retain: keep everything (the default, 32 MiB), a few superblocks,
 		// or return memory at once: superblocks come back fresh from the OS.
 		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),
+		// Decay: the default (1 s: past Retain the pool keeps what it holds for
+		// the whole run, bounded by the growth rule only), at once (MEM-ACCOUNT
+		// then checks at every step that the pool holds no more than Retain),
+		// or never but by that rule.
+		Decay: rapid.SampledFrom([]time.Duration{0, -1, time.Hour}).Draw(t, "decay"),
 		// Debug: every call through the slow paths, freed memory poisoned.
 		Debug: rapid.IntRange(0, 3).Draw(t, "debug") == 0,
 	}
