@@ -238,14 +238,16 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 		bad |= held.bits
 	}
 	pending := uint32(old)
-	for d := pending & bad; d != 0; d &= d - 1 {
-		a.lateDouble(c, sb, int(sb.class), g*32+bits.TrailingZeros32(d))
-	}
 	good := pending &^ bad
 	if a.debug {
 		a.poisonObjects(sb, g, good)
 	}
 	sb.free[g] |= good
 	sb.nfree += popcount(good)
+	// The good frees are in the bitmap before the double frees are reported:
+	// OnError may panic, and the bits are out of the word already.
+	for d := pending & bad; d != 0; d &= d - 1 {
+		a.lateDouble(c, sb, int(sb.class), g*32+bits.TrailingZeros32(d))
+	}
 	return popcount(good)
 }
