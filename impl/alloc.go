@@ -283,9 +283,12 @@ type Options struct {
 	// whatever the count: fewer ways only mask the index).
 	SuperblockCacheWays int
 	// OnError, when set, is called with every bad free detected after the call
-	// that made it returned (a remote double free found when the owner collects).
-	// It runs on the goroutine that detects it, possibly with internal locks held:
-	// it must not call the Allocator.
+	// that made it returned (a remote double free found when the owner collects)
+	// and, in debug and guard modes, every write after free. It is called once
+	// the call that found it has done its work (a collection, a release, a
+	// refill), with no internal lock held, normally on that call's goroutine:
+	// it may panic (or t.Fatal) and the allocator stays whole, and it may call
+	// the Allocator, though not the Cache whose call it interrupts.
 	OnError func(error)
 	// HeapBackend forces the Go-heap backend even outside -race builds.
 	HeapBackend bool
@@ -382,6 +385,68 @@ type Allocator struct {
 	front front
 	sites sites      // debug and guard mode's allocation (and free) stacks
 	quar  quarantine // guard mode's quarantine (guard.go), under mu
+
+	reports reports // for OnError, queued until the call that found them is done
+}
+
+// reports are what OnError is to be told: a bad free found late, a write after
+// free. They are found in the middle of a collection, a release, a drain or a
+// refill, often under the central lock; OnError may panic (or t.Fatal), and
+// called there it left that work half done: good frees dropped, a release
+// stopped between stamping and pooling, a popped notification stack lost.
+// So they are queued (report) and given to OnError (deliver) where a public
+// call has finished its work, no lock held and not pinned.
+type reports struct {
+	n    atomic.Int32 // len(errs): deliver's look, without the lock
+	mu   sync.Mutex
+	errs []error
+}
+
+// report queues err for OnError. Any goroutine, any lock held, not pinned.
+func (a *Allocator) report(err error) {
+	if a.opt.OnError == nil || mutant.ReportAtOnce {
+		if a.opt.OnError != nil {
+			a.opt.OnError(err)
+		}
+		return
+	}
+	r := &a.reports
+	r.mu.Lock()
+	r.errs = append(r.errs, err)
+	r.n.Store(int32(len(r.errs)))
+	r.mu.Unlock()
+}
+
+// deliver gives OnError the queued reports, one at a time, with no lock held:
+// if OnError panics, the one it panicked on is gone and the rest wait for the
+// next call's deliver. It runs on the goroutine whose call queued them, unless
+// another call ends first.
+func (a *Allocator) deliver() {
+	r := &a.reports
+	for r.n.Load() != 0 {
+		r.mu.Lock()
+		if len(r.errs) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		err := r.errs[0]
+		r.errs = r.errs[1:]
+		if len(r.errs) == 0 {
+			r.errs = nil
+		}
+		r.n.Store(int32(len(r.errs)))
+		r.mu.Unlock()
+		a.opt.OnError(err)
+	}
+}
+
+// deliver gives OnError what this cache's call queued, on its way out. A front
+// cache's calls run under the front's token or lock: the front delivers after
+// giving the cache up (Allocator.allocSlow, freeSlow, Flush, Realloc).
+func (c *Cache) deliver() {
+	if !c.front {
+		c.a.deliver()
+	}
 }
 
 type run struct{ start, n uint32 }
@@ -866,9 +931,7 @@ func (a *Allocator) Trim() error {
 func (a *Allocator) lateDouble(c *Cache, sb *superblock, k, idx int) {
 	addr := a.base + uintptr(sb.idx)<<spec.SuperblockShift + uintptr(idx*spec.ClassSize(k))
 	c.ev.double.Add(1)
-	if a.opt.OnError != nil {
-		a.opt.OnError(errDouble(addr, k))
-	}
+	a.report(errDouble(addr, k))
 }
 
 func (a *Allocator) retiredWAF() {
@@ -959,6 +1022,7 @@ func (a *Allocator) collectOrphan(c *Cache, sb *superblock) {
 // the error (ErrLeaked) says how many. Close must not run concurrently with other
 // calls on the Allocator or its caches.
 func (a *Allocator) Close() error {
+	a.deliver()
 	if a.closed.Swap(true) {
 		return ErrClosed
 	}

@@ -248,7 +248,14 @@ func zero(p unsafe.Pointer, size uintptr) {
 	}
 }
 
+// allocSlow is the refill path (refillAlloc), then the reports it queued.
 func (c *Cache) allocSlow(n, k int) ([]byte, error) {
+	b, err := c.refillAlloc(n, k)
+	c.deliver()
+	return b, err
+}
+
+func (c *Cache) refillAlloc(n, k int) ([]byte, error) {
 	if c.closed && !mutant.ClosedAlloc || c.a.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -301,7 +308,14 @@ func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 
 // allocOther handles everything but a small request on an open cache; a
 // large object is reserved if reserve (Realloc's new object: publishLarge).
+// Then the reports it queued (a write after free in debug mode).
 func (c *Cache) allocOther(n, align int, reserve bool) ([]byte, error) {
+	b, err := c.allocLargeOr(n, align, reserve)
+	c.deliver()
+	return b, err
+}
+
+func (c *Cache) allocLargeOr(n, align int, reserve bool) ([]byte, error) {
 	switch {
 	case c.closed || c.a.closed.Load():
 		return nil, ErrClosed
@@ -361,7 +375,8 @@ func (c *Cache) free(off uintptr) error {
 	*e.freeWord(g) |= m
 	sb.localFreed++ // STATS-LAG: published in batches by publishLocal
 	if sb.localFreed >= sb.limit+b2i(mutant.PublishLate) {
-		c.publishLocal(sb)
+		c.publishLocal(sb) // a release may find late double frees
+		c.deliver()
 	}
 	return nil
 }
@@ -422,6 +437,12 @@ func (c *Cache) reject(err error) error {
 // reads the authoritative header, refills the entry, and frees locally or
 // remotely.
 func (c *Cache) freeMiss(off uintptr) error {
+	err := c.freeRead(off)
+	c.deliver()
+	return err
+}
+
+func (c *Cache) freeRead(off uintptr) error {
 	a := c.a
 	if c.closed || a.closed.Load() {
 		return ErrClosed
@@ -1015,6 +1036,7 @@ func (c *Cache) Flush() {
 		return
 	}
 	c.flush()
+	c.deliver()
 }
 
 func (c *Cache) flush() {
@@ -1102,6 +1124,7 @@ func (c *Cache) Close() error {
 		c.sbc[i] = sbEntry{key: noKey}
 	}
 	a.retire(c)
+	c.deliver()
 	return nil
 }
 

@@ -144,7 +144,7 @@ func (a *Allocator) verifyPoison(c *Cache, s []byte, k int, site uint32) {
 				a.retiredWAF()
 			}
 			if a.opt.OnError != nil {
-				a.opt.OnError(&WriteAfterFreeError{
+				a.report(&WriteAfterFreeError{
 					Addr: uintptr(unsafe.Pointer(unsafe.SliceData(s))), Offset: off, Size: len(s), Class: k,
 					Site: a.sites.format(site),
 				})

@@ -136,6 +136,7 @@ func (a *Allocator) Flush() {
 			s.c.Flush()
 		}()
 	}
+	a.deliver()
 }
 
 // enter and exit bracket every use of a front cache by a call
@@ -173,6 +174,12 @@ func (c *Cache) exit() {
 // panic: OnError may panic).
 
 func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
+	b, err := a.allocAcquired(p, c, n, align)
+	a.deliver() // the cache given up
+	return b, err
+}
+
+func (a *Allocator) allocAcquired(p int, c *Cache, n, align int) ([]byte, error) {
 	c, s := a.front.acquire(p, c)
 	defer a.front.release(c, s)
 	if align == 1 {
@@ -181,7 +188,13 @@ func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	return c.AllocAligned(n, align)
 }
 
-func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) (err error) {
+func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) error {
+	err := a.freeAcquired(p, c, off)
+	a.deliver() // the cache given up
+	return err
+}
+
+func (a *Allocator) freeAcquired(p int, c *Cache, off uintptr) (err error) {
 	c, s := a.front.acquire(p, c)
 	defer func() {
 		if err == nil || !mutant.TokenLeak {
@@ -193,6 +206,12 @@ func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) (err error) {
 
 // Realloc is Cache.Realloc, safe for concurrent use.
 func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
+	r, err := a.reallocAcquired(b, n)
+	a.deliver() // the cache given up
+	return r, err
+}
+
+func (a *Allocator) reallocAcquired(b []byte, n int) ([]byte, error) {
 	p := pin()
 	c, s := a.front.acquire(p, a.front.procs.pinned(p)) // unpins
 	defer a.front.release(c, s)
@@ -229,6 +248,11 @@ func (a *Allocator) FrontCaches() int { return len(a.frontCaches()) }
 // internal cache with it, so that what Flush and Trim do to each is checked.
 // f must not keep c, close it, or call the Allocator's own methods.
 func (a *Allocator) WithFrontCache(i int, f func(c *Cache)) {
+	a.withFrontCache(i, f)
+	a.deliver() // the cache given up
+}
+
+func (a *Allocator) withFrontCache(i int, f func(c *Cache)) {
 	procs := a.front.procs.caches()
 	if i < len(procs) {
 		c := procs[i]

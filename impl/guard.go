@@ -500,7 +500,7 @@ func (a *Allocator) verifyQuarantined(p unsafe.Pointer, n uintptr, e quarantined
 		}
 		a.retiredWAF()
 		if a.opt.OnError != nil {
-			a.opt.OnError(&WriteAfterFreeError{
+			a.report(&WriteAfterFreeError{
 				Addr: uintptr(p), Offset: off, Size: size, Class: class, Site: a.sites.format(e.alloc),
 			})
 		}

@@ -360,7 +360,7 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
 		for off, x := range b[lo:min(len(b), lo+spec.SuperblockSize)] {
 			if x != Poison {
 				if a.opt.OnError != nil {
-					a.opt.OnError(&WriteAfterFreeError{
+					a.report(&WriteAfterFreeError{
 						Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Offset: lo + off, Size: len(b),
 						Class: spec.Large, Site: a.sites.format(site),
 					})

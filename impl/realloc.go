@@ -25,6 +25,12 @@ import (
 // b is not a live object (ErrInvalidPointer, ErrDoubleFree) — b is untouched
 // and, if it was live, still is.
 func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
+	r, err := c.realloc(b, n)
+	c.deliver()
+	return r, err
+}
+
+func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 	if cap(b) == 0 {
 		return c.Alloc(n)
 	}

@@ -3,6 +3,7 @@ package impl_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -69,12 +70,11 @@ func TestPanickingReportKeepsCollectedFrees(t *testing.T) {
 // cache has flushed; and o40 stays pending in word 1 with sb marked on no
 // stack, unannounced, until some walk collects it. drainNotify loses the rest
 // of its popped stack the same way (marked, on no stack, never announced
-// again), as does the orphans' drain. A fix reports late double frees after
-// the state change that found them is whole (publication, relisting, the rest
-// of the stack), not from inside collectWord, as releaseLocked now does
-// (TestPanickingReleaseStampsEveryWord); its callers would have to report.
+// again), as does the orphans' drain. Reports are queued now (report) and
+// given to OnError where the call has done its work (deliver): the Flush
+// panics after its collection, publication and drain are whole. Slip:
+// reportatonce (OnError called where the double free is found).
 func TestPanickingReportLeavesCollectionWhole(t *testing.T) {
-	t.Skip("bug: an OnError panic inside collectWord leaves its collection half done (Frees short, pending bits unannounced)")
 	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
 	must(t, err)
 	c, _ := a.NewCache()
@@ -110,4 +110,82 @@ func TestPanickingReportLeavesCollectionWhole(t *testing.T) {
 	if got := a.Stats().Classes[k].Frees; got != 3 {
 		t.Errorf("after every cache flushed: Frees %d, want 3 (o0 by c, o1 and o40 by d)", got)
 	}
+}
+
+// TestOnErrorMayCallTheAllocator (FREE-DOUBLE, LIFECYCLE): OnError runs once
+// the call that found the bad free has done its work, with no internal lock
+// held and the front's caches given up, so it may use the Allocator. A late
+// double free is found by a Cache's Flush (its own superblock), by the
+// Allocator's Flush (a per-P or shard cache's superblock), and in debug mode
+// a write after free by the release of its superblock (under the central
+// lock), and OnError
+// allocates, frees and reads Stats through the Allocator each time. Slip:
+// reportatonce (OnError called under the central lock or with the front's
+// tokens held: its call blocks until the Flush returns, 10 s here).
+func TestOnErrorMayCallTheAllocator(t *testing.T) {
+	var a *impl.Allocator
+	var reports []error
+	onError := func(err error) {
+		reports = append(reports, err)
+		done := make(chan error, 1)
+		go func() {
+			b, err := a.Alloc(100)
+			if err == nil {
+				err = a.Free(b)
+			}
+			_ = a.Stats()
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("OnError's Alloc and Free: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("OnError's call to the Allocator blocked: OnError runs under a lock the call needs")
+		}
+	}
+	var err error
+	a, err = impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, OnError: onError})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	x, y := allocN(t, c, 48), allocN(t, c, 48)
+	must(t, c.Free(x))
+	must(t, d.Free(x)) // remote, pending on a free object: a double free found late
+	c.Flush()
+	if len(reports) != 1 || !errors.Is(reports[0], impl.ErrDoubleFree) {
+		t.Fatalf("the Cache's Flush: OnError got %v, want one double free", reports)
+	}
+	u, err := a.Alloc(48)
+	must(t, err)
+	v, err := a.Alloc(48)
+	must(t, err)
+	must(t, a.Free(u))
+	must(t, d.Free(u)) // a front cache's object, freed twice
+	a.Flush()
+	if len(reports) != 2 || !errors.Is(reports[1], impl.ErrDoubleFree) {
+		t.Fatalf("the Allocator's Flush: OnError got %v, want a second double free", reports)
+	}
+	must(t, c.Free(y))
+	must(t, a.Free(v))
+	must(t, c.Close())
+	must(t, d.Close())
+	must(t, a.Close())
+
+	// Debug mode: a write after free found when the emptied superblock is
+	// released, under the central lock.
+	a, err = impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: true, OnError: onError})
+	must(t, err)
+	c, _ = a.NewCache()
+	x = allocN(t, c, 48)
+	must(t, c.Free(x))
+	x[5] = 1 // after its free
+	c.Flush()
+	var waf *impl.WriteAfterFreeError
+	if len(reports) != 3 || !errors.As(reports[2], &waf) || waf.Offset != 5 {
+		t.Fatalf("the release: OnError got %v, want a write after free at byte 5", reports)
+	}
+	must(t, c.Close())
+	must(t, a.Close())
 }

@@ -240,6 +240,7 @@ var All = []Mutant{
 	{"headerpooled", "REFINES", "Allocator.Snapshot", "a new chunk's headers say pooled, not unused: the snapshot lists superblocks never used as pooled"},
 	{"freenoheader", "FREE-INVALID", "Cache.Free", "a free of an address whose header chunk was never made (past the first 32 MiB used) skips the nil check and dereferences no header"},
 	{"resizenoheader", "FREE-INVALID", "Cache.Realloc", "a Realloc to a large size of an address whose header chunk was never made skips the nil check"},
+	{"reportatonce", "CONSERVE", "Options.OnError", "a late double free or a write after free is given to OnError where it is found, in the middle of a collection or a release: an OnError that panics leaves that work half done"},
 	{"overlaplate", "REFINES", "oracle.JudgeAddress", "the judge's bound on calls in flight at one address is checked one late: a 65th call's bit wraps to 0"},
 	{"orphandropforward", "LIFECYCLE", "Cache.Free", "the orphans' drain drops, instead of forwarding, a superblock adopted while announced there: a remote free that found it still marked notified stays pending, unannounced"},
 }

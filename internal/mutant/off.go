@@ -227,6 +227,7 @@ const (
 	FreeNoHeader         = false
 	ResizeNoHeader       = false
 	OverlapLate          = false
+	ReportAtOnce         = false
 )
 
 func Drop() bool { return false }

@@ -244,6 +244,7 @@ var (
 	FreeNoHeader         = on("freenoheader")
 	ResizeNoHeader       = on("resizenoheader")
 	OverlapLate          = on("overlaplate")
+	ReportAtOnce         = on("reportatonce")
 )
 
 var remoteFrees atomic.Uint64
