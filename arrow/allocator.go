@@ -17,8 +17,9 @@
 //     called Free, so a test stops at the faulty Release.
 //   - Bad frees and writes after free that refalloc finds later (a remote double
 //     free found when its owner collects, Debug's poison check) go to
-//     Options.OnError only: they are found inside the allocator, where a panic
-//     would unwind through its locks. impl.Stats counts them.
+//     Options.OnError only: they are found by another call than the faulty
+//     Release, often on another goroutine, which a panic would stop instead.
+//     impl.Stats counts them.
 //
 // Buffers are as GoAllocator returns them: 64-byte aligned, zeroed, len == cap
 // == size. A zero-size request returns a non-nil empty slice and allocates
