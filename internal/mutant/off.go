@@ -224,6 +224,13 @@ const (
 	ReleaseKeepsOwner    = false
 	HeaderPooled         = false
 	OrphanDropForward    = false
+	PendingNone          = false
+	ResizableEnd         = false
+	StalePoolTail        = false
+	GenStep              = false
+	ForwardAll           = false
+	RemoteErrAddr        = false
+	GrowExactKept        = false
 )
 
 func Drop() bool { return false }

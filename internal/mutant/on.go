@@ -241,6 +241,13 @@ var (
 	ReleaseKeepsOwner    = on("releasekeepsowner")
 	HeaderPooled         = on("headerpooled")
 	OrphanDropForward    = on("orphandropforward")
+	PendingNone          = on("pendingnone")
+	ResizableEnd         = on("resizableend")
+	StalePoolTail        = on("stalepooltail")
+	GenStep              = on("genstep")
+	ForwardAll           = on("forwardall")
+	RemoteErrAddr        = on("remoteerraddr")
+	GrowExactKept        = on("growexactkept")
 )
 
 var remoteFrees atomic.Uint64
