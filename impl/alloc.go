@@ -597,7 +597,9 @@ func (a *Allocator) takeRunAt(start, n uint32) bool {
 		return false
 	}
 	if a.runs[i].n == n {
-		a.runs = slices.Delete(a.runs, i, i+1)
+		if !mutant.GrowExactKept {
+			a.runs = slices.Delete(a.runs, i, i+1)
+		}
 	} else {
 		a.runs[i] = run{start + n, a.runs[i].n - n}
 	}

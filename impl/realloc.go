@@ -153,7 +153,7 @@ func (c *Cache) resizable(b []byte, n int) bool {
 		return false
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
-	if off >= a.size {
+	if off >= a.size+uintptr(b2i(mutant.ResizableEnd)) {
 		return false
 	}
 	sb := a.lookup(off >> spec.SuperblockShift)

@@ -38,6 +38,9 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 	// remoteTagged with the entry current: stamped but not yet relabelled, the
 	// owner is releasing the superblock, which it only does when no object is
 	// live.
+	if mutant.RemoteErrAddr {
+		off = -off
+	}
 	return c.reject(errDouble(c.a.base+off, int(e.class)))
 }
 
@@ -155,7 +158,7 @@ func (a *Allocator) reroute(o *Cache) {
 
 // forward re-notifies a superblock popped from a stack it no longer belongs on.
 func (a *Allocator) forward(sb *superblock) {
-	if rs := sb.remote.Load(); rs != nil && rs.pending() {
+	if rs := sb.remote.Load(); rs != nil && (rs.pending() || mutant.ForwardAll) {
 		a.notify(sb)
 	}
 }

@@ -206,7 +206,7 @@ func nextGen(gen uint32) (next, tag uint32) {
 	if gen+1 == deadTag && !mutant.GenWrap {
 		return 0, deadTag
 	}
-	return gen + 1, gen + 1
+	return gen + 1 + uint32(b2i(mutant.GenStep)), gen + 1
 }
 
 func (rs *remoteSet) retired() bool {
@@ -230,7 +230,7 @@ func (rs *remoteSet) pending() bool {
 		ws = ws[:1]
 	}
 	for i := range ws {
-		if uint32(ws[i].Load()) != 0 {
+		if (uint32(ws[i].Load()) != 0) != mutant.PendingNone {
 			return true
 		}
 	}

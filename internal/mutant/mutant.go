@@ -243,4 +243,11 @@ var All = []Mutant{
 	{"reportatonce", "CONSERVE", "Options.OnError", "a late double free or a write after free is given to OnError where it is found, in the middle of a collection or a release: an OnError that panics leaves that work half done"},
 	{"overlaplate", "REFINES", "oracle.JudgeAddress", "the judge's bound on calls in flight at one address is checked one late: a 65th call's bit wraps to 0"},
 	{"orphandropforward", "LIFECYCLE", "Cache.Free", "the orphans' drain drops, instead of forwarding, a superblock adopted while announced there: a remote free that found it still marked notified stays pending, unannounced"},
+	{"pendingnone", "LIFECYCLE", "Cache.Alloc", "remoteSet.pending asks whether some word has no pending bit, not whether one has one: a superblock forwarded with a free pending in every group (a one-group class) is not announced again, and its frees stay pending, announced to nobody"},
+	{"resizableend", "FREE-INVALID", "Cache.Realloc", "resizable's bounds check lets through a slice that starts exactly at the reservation's end: its header is looked up past the table's end"},
+	{"stalepooltail", "FREE-INVALID", "Cache.Free", "a free into a pooled superblock at the first offset past its last class's last object (a multiple of the size, in the tail) is reported as a double free, not an invalid pointer"},
+	{"genstep", "CACHE-COHERENT", "Cache.Free", "a period ends with the generation advanced by two: from an odd distance the count passes over the last generation before the wrap, takes the retired tag as a generation, and wraps without retiring the remote set"},
+	{"forwardall", "LIFECYCLE", "Cache.Alloc", "forward announces every superblock it pops, pending or not: a pooled superblock the orphans' drain pops goes back onto the orphans' stack, keeps its mark into its next owner's period, and a remote free into it is announced to nobody: the owner's refill passes it over and commits a fresh superblock"},
+	{"remoteerraddr", "FREE-DOUBLE", "Cache.Free", "a remote double free refused at once (its first free still pending) is a FreeError naming base minus the offset, not the address passed"},
+	{"growexactkept", "NO-OVERLAP", "Cache.Realloc", "a large object growing in place into a free run exactly as long as it needs leaves the run in the pool: the next large allocation is handed superblocks the grown object holds"},
 }

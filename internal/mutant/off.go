@@ -228,6 +228,13 @@ const (
 	ResizeNoHeader       = false
 	OverlapLate          = false
 	ReportAtOnce         = false
+	PendingNone          = false
+	ResizableEnd         = false
+	StalePoolTail        = false
+	GenStep              = false
+	ForwardAll           = false
+	RemoteErrAddr        = false
+	GrowExactKept        = false
 )
 
 func Drop() bool { return false }

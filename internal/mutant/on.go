@@ -245,6 +245,13 @@ var (
 	ResizeNoHeader       = on("resizenoheader")
 	OverlapLate          = on("overlaplate")
 	ReportAtOnce         = on("reportatonce")
+	PendingNone          = on("pendingnone")
+	ResizableEnd         = on("resizableend")
+	StalePoolTail        = on("stalepooltail")
+	GenStep              = on("genstep")
+	ForwardAll           = on("forwardall")
+	RemoteErrAddr        = on("remoteerraddr")
+	GrowExactKept        = on("growexactkept")
 )
 
 var remoteFrees atomic.Uint64
