@@ -239,4 +239,9 @@ var All = []Mutant{
 	{"releasekeepsowner", "LIFECYCLE", "Cache.Flush", "a released superblock keeps its owner in the pool: a remote free whose CAS landed before the release announces it on the old owner's stack, whose next drain collects it as its own and releases it a second time"},
 	{"headerpooled", "REFINES", "Allocator.Snapshot", "a new chunk's headers say pooled, not unused: the snapshot lists superblocks never used as pooled"},
 	{"orphandropforward", "LIFECYCLE", "Cache.Free", "the orphans' drain drops, instead of forwarding, a superblock adopted while announced there: a remote free that found it still marked notified stays pending, unannounced"},
+	{"pinnednilheader", "FREE-INVALID", "Allocator.Free", "the front's pinned fill does not check that the header lookup found a header: a free into a superblock whose chunk of headers was never made reads a nil header and panics"},
+	{"flushclosed", "STATS-EXACT", "Cache.Flush", "Flush tests only the Allocator's closed flag, not the cache's: a closed cache's Flush drains the orphans' stack and publishes what it collects to a cache already retired, so Stats never counts those frees"},
+	{"adoptkeepsentry", "CACHE-COHERENT", "Cache.Free", "a free that adopts an orphan keeps its 'not mine' entry for it until it reads the header again: when OnError panics on a double free found in the adoption's collection, the cache keeps a 'not mine' entry for its own superblock"},
+	{"unlinkkeepslinks", "LIFECYCLE", "Cache.Free", "unlink leaves a superblock's prev and next as they were: one moved from the middle of the full list to the partial list still points back, and its next unlink cuts its old list and leaves it at the partial list's head"},
+	{"missaddr", "FREE-INVALID", "Cache.Free", "a miss refused by the header lookup names base-off, not the address freed, in its FreeError"},
 }

@@ -224,6 +224,11 @@ const (
 	ReleaseKeepsOwner    = false
 	HeaderPooled         = false
 	OrphanDropForward    = false
+	PinnedNilHeader      = false
+	FlushClosed          = false
+	AdoptKeepsEntry      = false
+	UnlinkKeepsLinks     = false
+	MissAddr             = false
 )
 
 func Drop() bool { return false }

@@ -241,6 +241,11 @@ var (
 	ReleaseKeepsOwner    = on("releasekeepsowner")
 	HeaderPooled         = on("headerpooled")
 	OrphanDropForward    = on("orphandropforward")
+	PinnedNilHeader      = on("pinnednilheader")
+	FlushClosed          = on("flushclosed")
+	AdoptKeepsEntry      = on("adoptkeepsentry")
+	UnlinkKeepsLinks     = on("unlinkkeepslinks")
+	MissAddr             = on("missaddr")
 )
 
 var remoteFrees atomic.Uint64
