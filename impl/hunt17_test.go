@@ -8,6 +8,7 @@ package impl_test
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -148,4 +149,56 @@ func TestInvalidFreeErrorNamesAddress(t *testing.T) {
 		}
 	}
 	must(t, c.Free(first))
+}
+
+// TestStatsStringBadFreesLine (FREE-DOUBLE, FREE-INVALID: Stats counts every
+// bad free): Stats.String prints the bad frees and writes after free. Slip:
+// String leaves that line out (found by the sweep; no mutant switch).
+func TestStatsStringBadFreesLine(t *testing.T) {
+	s := impl.Stats{DoubleFrees: 2, InvalidFrees: 3, WriteAfterFrees: 4}
+	if want := "bad frees: 2 double, 3 invalid; writes after free: 4\n"; !strings.Contains(s.String(), want) {
+		t.Fatalf("Stats.String():\n%s\nwant the line %q", s.String(), want)
+	}
+}
+
+// TestAllocNegativeSizeText (ALIGN: Alloc(n) is AllocAligned(n, 1)): the
+// error of Alloc(-5) names size -5 and alignment 1. Slip: Alloc passes
+// another alignment to its slow path (found by the sweep; no mutant switch).
+func TestAllocNegativeSizeText(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	defer c.Close()
+	if _, err := c.Alloc(-5); !errors.Is(err, impl.ErrInvalidSize) || !strings.Contains(err.Error(), "size -5, alignment 1") {
+		t.Fatalf("Alloc(-5): %v, want ErrInvalidSize naming size -5, alignment 1", err)
+	}
+}
+
+// helperT records whether Helper was called before Errorf.
+type helperT struct{ helper, errorf bool }
+
+func (h *helperT) Helper() {
+	if !h.errorf {
+		h.helper = true
+	}
+}
+func (h *helperT) Errorf(string, ...any) { h.errorf = true }
+
+// TestCheckLeaksIsHelper (EMPTY, CheckLeaks): CheckLeaks marks itself a
+// helper before it reports, so a leak is reported at the caller's line.
+// Slip: CheckLeaks does not call t.Helper (found by the sweep; no mutant
+// switch).
+func TestCheckLeaksIsHelper(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	b, err := a.Alloc(8)
+	must(t, err)
+	var h helperT
+	impl.CheckLeaks(&h, a)
+	if !h.errorf || !h.helper {
+		t.Fatalf("CheckLeaks of a leak: reported %v, called Helper first %v; want both", h.errorf, h.helper)
+	}
+	must(t, a.Free(b))
 }
