@@ -7,6 +7,8 @@ package impl_test
 
 import (
 	"errors"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,8 +25,17 @@ import (
 // lock-free (Cache.fillPinned), finds none, and leaves the free to the slow
 // path, which says ErrInvalidPointer. Slip: fillPinned does not check that
 // the lookup found a header (pinnednilheader): it reads the remote set of a
-// nil header, pinned, and the test binary dies of the fault.
+// nil header, pinned, and the process dies of the fault (so the free runs in
+// a child process, as in TestFrontFreeOnePastReservation).
 func TestFrontFreeInUntouchedChunk(t *testing.T) {
+	if os.Getenv("REFALLOC_UNTOUCHED_CHILD") == "" { // a fault while pinned kills the process: run it in a child
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFrontFreeInUntouchedChunk$")
+		cmd.Env = append(os.Environ(), "REFALLOC_UNTOUCHED_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("Allocator.Free in a chunk of headers never made, in a child process: %v\n%s", err, out)
+		}
+		return
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: the free is the pinned path's
 	const nsb = 513
 	a, err := impl.New(impl.Options{Reserve: nsb * spec.SuperblockSize})
