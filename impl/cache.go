@@ -452,6 +452,9 @@ func (c *Cache) freeRead(off uintptr) error {
 		return c.freeRemote(e, off)
 	}
 	addr := a.base + off
+	if mutant.MissAddr {
+		addr = a.base - off
+	}
 	if off >= a.size {
 		return c.reject(errInvalid(addr, -1))
 	}
@@ -521,7 +524,7 @@ func (c *Cache) fillPinned(off uintptr) bool {
 	}
 	i := off >> spec.SuperblockShift
 	sb := a.lookup(i)
-	if sb == nil {
+	if sb == nil && !mutant.PinnedNilHeader {
 		return false
 	}
 	rs := sb.remote.Load()
@@ -640,7 +643,9 @@ func (c *Cache) unlink(sb *superblock) {
 	if sb.next != nil {
 		sb.next.prev = sb.prev
 	}
-	sb.prev, sb.next = nil, nil
+	if !mutant.UnlinkKeepsLinks {
+		sb.prev, sb.next = nil, nil
+	}
 	sb.list = listNone
 }
 
@@ -926,7 +931,9 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 	if !c.a.adopt(c, sb) {
 		return false
 	}
-	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
+	if !mutant.AdoptKeepsEntry {
+		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
+	}
 	yield(YieldAdoptCollect)
 	c.collect(sb) // files it on c's lists (or releases it, if all is free)
 	return true
@@ -1032,7 +1039,7 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 // its counters and releases its empty superblocks. After every cache has
 // flushed, Stats is exact (STATS-EXACT).
 func (c *Cache) Flush() {
-	if c.closed || c.a.closed.Load() {
+	if c.closed && !mutant.FlushClosed || c.a.closed.Load() {
 		return
 	}
 	c.flush()

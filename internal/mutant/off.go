@@ -235,6 +235,11 @@ const (
 	ForwardAll           = false
 	RemoteErrAddr        = false
 	GrowExactKept        = false
+	PinnedNilHeader      = false
+	FlushClosed          = false
+	AdoptKeepsEntry      = false
+	UnlinkKeepsLinks     = false
+	MissAddr             = false
 )
 
 func Drop() bool { return false }

@@ -252,6 +252,11 @@ var (
 	ForwardAll           = on("forwardall")
 	RemoteErrAddr        = on("remoteerraddr")
 	GrowExactKept        = on("growexactkept")
+	PinnedNilHeader      = on("pinnednilheader")
+	FlushClosed          = on("flushclosed")
+	AdoptKeepsEntry      = on("adoptkeepsentry")
+	UnlinkKeepsLinks     = on("unlinkkeepslinks")
+	MissAddr             = on("missaddr")
 )
 
 var remoteFrees atomic.Uint64
