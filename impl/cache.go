@@ -931,9 +931,7 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 	if !c.a.adopt(c, sb) {
 		return false
 	}
-	if !mutant.AdoptKeepsEntry {
-		c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
-	}
+	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
 	yield(YieldAdoptCollect)
 	c.collect(sb) // files it on c's lists (or releases it, if all is free)
 	return true

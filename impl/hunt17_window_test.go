@@ -61,10 +61,12 @@ func TestFlushOfClosedCacheIsNoop(t *testing.T) {
 // Cache e fills a "not mine" entry for c's superblock S by a remote free; a
 // remote free of an object c freed already reads S's word before c closes and
 // lands after (a double free pending in the orphan S); e's next free into S
-// adopts it and the collection reports the double free, which panics. Slip:
-// adoptOnFree does not invalidate the entry (adoptkeepsentry): e keeps a
-// "not mine" entry for its own superblock, and its next free into S is
-// remote, into its own superblock.
+// adopts it and the collection finds the double free; OnError, which panics,
+// runs once that free is done (Allocator.report). Slip, when OnError ran in
+// the middle of the adoption: adoptOnFree not invalidating the entry left e a
+// "not mine" entry for its own superblock (its next free into S remote, into
+// its own superblock). With reports queued the free goes on to refill the
+// entry, so that slip no longer shows and has no mutant; the test stays.
 func TestAdoptingFreeDropsNotMineEntry(t *testing.T) {
 	const size = 4096
 	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
@@ -106,7 +108,7 @@ func TestAdoptingFreeDropsNotMineEntry(t *testing.T) {
 		}
 	}
 	for i, b := range objs {
-		if i != 3 && i != 5 {
+		if i != 3 && i != 5 && i != 7 { // OnError runs once e's free of o7 is done
 			must(t, e.Free(b))
 		}
 	}

@@ -252,7 +252,6 @@ var All = []Mutant{
 	{"growexactkept", "NO-OVERLAP", "Cache.Realloc", "a large object growing in place into a free run exactly as long as it needs leaves the run in the pool: the next large allocation is handed superblocks the grown object holds"},
 	{"pinnednilheader", "FREE-INVALID", "Allocator.Free", "the front's pinned fill does not check that the header lookup found a header: a free into a superblock whose chunk of headers was never made reads a nil header and the process faults"},
 	{"flushclosed", "STATS-EXACT", "Cache.Flush", "Flush tests only the Allocator's closed flag, not the cache's: a closed cache's Flush drains the orphans' stack and publishes what it collects to a cache already retired, so Stats never counts those frees"},
-	{"adoptkeepsentry", "CACHE-COHERENT", "Cache.Free", "a free that adopts an orphan keeps its 'not mine' entry for it until it reads the header again: when OnError panics on a double free found in the adoption's collection, the cache keeps a 'not mine' entry for its own superblock"},
 	{"unlinkkeepslinks", "LIFECYCLE", "Cache.Free", "unlink leaves a superblock's prev and next as they were: one moved from the middle of the full list to the partial list still points back, and its next unlink cuts its old list and leaves it at the partial list's head"},
 	{"missaddr", "FREE-INVALID", "Cache.Free", "a miss refused by the header lookup names base-off, not the address freed, in its FreeError"},
 }

@@ -237,7 +237,6 @@ const (
 	GrowExactKept        = false
 	PinnedNilHeader      = false
 	FlushClosed          = false
-	AdoptKeepsEntry      = false
 	UnlinkKeepsLinks     = false
 	MissAddr             = false
 )

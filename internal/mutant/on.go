@@ -254,7 +254,6 @@ var (
 	GrowExactKept        = on("growexactkept")
 	PinnedNilHeader      = on("pinnednilheader")
 	FlushClosed          = on("flushclosed")
-	AdoptKeepsEntry      = on("adoptkeepsentry")
 	UnlinkKeepsLinks     = on("unlinkkeepslinks")
 	MissAddr             = on("missaddr")
 )
