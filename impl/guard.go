@@ -239,15 +239,12 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	// and a held central lock would hang every later call, Close too.
 	locked := true
 	defer func() {
-		if locked && !mutant.GuardedPanicHeld {
+		if locked {
 			a.mu.Unlock()
 		}
 	}()
 	i, ok := a.takeRunEvict(1)
 	if !ok {
-		if mutant.GuardedPanicHeld { // the unlock as it was, on the way out only
-			a.mu.Unlock()
-		}
 		return nil
 	}
 	sb := a.header(i)

@@ -139,7 +139,6 @@ var All = []Mutant{
 	{"explainpastend", "GUARD-FAULT", "Allocator.Explain", "a fault exactly one past a guarded object's end is described as inside it"},
 	{"evictnotpooled", "MEM-ACCOUNT", "Options.Guard", "a superblock released from the quarantine is not counted as dirty in the pool: Trim and decay never return it"},
 	{"flushpartialonly", "STATS-EXACT", "Cache.Flush", "Flush walks only the partial list collecting remote frees: a full superblock announced on the orphans' stack while adopted keeps its pending free past the flush"},
-	{"guardedpanicheld", "LIFECYCLE", "Options.OnError", "a guarded allocation whose OnError panics (a write after free found as it releases the quarantine) leaves the central lock held: every later call hangs, Close too"},
 	{"resizeunmarkearly", "INTEGRITY", "Cache.Realloc", "an in-place large resize unmarks the object before zeroing it outside the central lock: a free waiting on it pools the run under the zeroing"},
 	{"realloctwicedrop", "FREE-DOUBLE", "Cache.Realloc", "a Realloc refused because Alloc handed out b's own address frees its new object twice (an explicit drop kept beside the deferred one)"},
 	{"reroutebeforerelease", "LIFECYCLE", "Cache.Flush", "release forwards its stack before releasing the superblock, not after: a push landing between the stamp and the release is left notified on the owner's stack"},

@@ -124,7 +124,6 @@ const (
 	ExplainPastEnd       = false
 	EvictNotPooled       = false
 	FlushPartialOnly     = false
-	GuardedPanicHeld     = false
 	ResizeUnmarkEarly    = false
 	ReallocDropTwice     = false
 	RerouteBeforeRelease = false

@@ -141,7 +141,6 @@ var (
 	ExplainPastEnd       = on("explainpastend")
 	EvictNotPooled       = on("evictnotpooled")
 	FlushPartialOnly     = on("flushpartialonly")
-	GuardedPanicHeld     = on("guardedpanicheld")
 	ResizeUnmarkEarly    = on("resizeunmarkearly")
 	ReallocDropTwice     = on("realloctwicedrop")
 	RerouteBeforeRelease = on("reroutebeforerelease")
