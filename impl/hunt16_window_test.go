@@ -28,19 +28,8 @@ func TestOrphanNotifiedThenPooled(t *testing.T) {
 	idle, _ := a.NewCache()
 	w1, _ := a.NewCache()
 	w2, _ := a.NewCache()
-	objs := allocObjects(t, idle, 1000, 64) // one superblock of 1000-byte objects, full
-	s := sbOf(a, objs[0])
-	var next []byte
-	err = during(t, newPause(impl.YieldRefillAcquire), func() error {
-		var err error
-		next, err = idle.Alloc(1000) // acquires a second superblock, orphans S
-		return err
-	}, func() {
-		for _, b := range objs[:63] {
-			must(t, w1.Free(b)) // remote: the first announces S on idle's stack
-		}
-	})
-	must(t, err)
+	// S, orphaned with 63 frees pending, announced
+	objs, s, next := announcedOrphan(t, a, idle, w1, 1000, 64, 63)
 	if st := sbState(t, a, s); !st.Orphan || !st.Notified {
 		t.Fatalf("setup: S orphan %v notified %v, want an orphan announced on the orphans' stack", st.Orphan, st.Notified)
 	}
@@ -69,6 +58,29 @@ func poolRunsDisjoint(t *testing.T, a *impl.Allocator) {
 			t.Fatalf("pool runs overlap: %v", runs)
 		}
 	}
+}
+
+// announcedOrphan builds an orphan S announced on the orphans' stack: idle
+// fills S with count objects of size bytes; its next Alloc(size) acquires a
+// second superblock and orphans S, while w1 frees S's first n objects
+// remotely inside the refill's acquire. The first of them announces S on
+// idle's stack, so the refill's second drain forwards S to the orphans'.
+// It returns S's objects, S, and the object the Alloc returned.
+func announcedOrphan(t *testing.T, a *impl.Allocator, idle, w1 *impl.Cache, size, count, n int) (objs [][]byte, s int, next []byte) {
+	t.Helper()
+	objs = allocObjects(t, idle, size, count)
+	s = sbOf(a, objs[0])
+	err := during(t, newPause(impl.YieldRefillAcquire), func() error {
+		var err error
+		next, err = idle.Alloc(size)
+		return err
+	}, func() {
+		for _, b := range objs[:n] {
+			must(t, w1.Free(b))
+		}
+	})
+	must(t, err)
+	return objs, s, next
 }
 
 // pauseEach stops the first goroutine to reach a point at the first of its
@@ -217,19 +229,8 @@ func TestAdoptedWhileAnnouncedIsForwarded(t *testing.T) {
 	idle, _ := a.NewCache()
 	w1, _ := a.NewCache()
 	w2, _ := a.NewCache()
-	objs := allocObjects(t, idle, 1000, 64) // S, full
-	s := sbOf(a, objs[0])
-	var next []byte
-	err = during(t, newPause(impl.YieldRefillAcquire), func() error {
-		var err error
-		next, err = idle.Alloc(1000) // acquires a second superblock, orphans S
-		return err
-	}, func() {
-		for _, b := range objs[:62] {
-			must(t, w1.Free(b)) // remote: the first announces S on idle's stack
-		}
-	})
-	must(t, err)
+	// S, orphaned with 62 frees pending, announced
+	objs, s, next := announcedOrphan(t, a, idle, w1, 1000, 64, 62)
 	must(t, w2.Free(objs[63])) // adopts S, collects the 62
 	must(t, w1.Free(objs[62])) // remote into w2's S, still marked notified: no push
 	if st := sbState(t, a, s); st.Owner != w2.ID() || !st.Notified || st.Pending[1] == 0 {

@@ -32,19 +32,8 @@ func TestAdoptedWhileAnnouncedOneGroupIsForwarded(t *testing.T) {
 	idle, _ := a.NewCache()
 	w1, _ := a.NewCache()
 	w2, _ := a.NewCache()
-	objs := allocObjects(t, idle, size, 32) // S, full
-	s := sbOf(a, objs[0])
-	var next []byte
-	err = during(t, newPause(impl.YieldRefillAcquire), func() error {
-		var err error
-		next, err = idle.Alloc(size) // acquires a second superblock, orphans S
-		return err
-	}, func() {
-		for _, b := range objs[:30] {
-			must(t, w1.Free(b)) // remote: the first announces S on idle's stack
-		}
-	})
-	must(t, err)
+	// S, orphaned with 30 frees pending, announced
+	objs, s, next := announcedOrphan(t, a, idle, w1, size, 32, 30)
 	if st := sbState(t, a, s); !st.Orphan || !st.Notified || st.Pending[0] == 0 {
 		t.Fatalf("after the refill: S orphan %v notified %v pending %x, want an orphan with frees pending, announced on the orphans' stack", st.Orphan, st.Notified, st.Pending)
 	}
@@ -87,19 +76,8 @@ func TestPooledWhileAnnouncedIsNotAnnouncedAgain(t *testing.T) {
 	w1, _ := a.NewCache()
 	w2, _ := a.NewCache()
 	x, _ := a.NewCache()
-	objs := allocObjects(t, idle, 1000, 64) // S, full
-	s := sbOf(a, objs[0])
-	var next []byte
-	err = during(t, newPause(impl.YieldRefillAcquire), func() error {
-		var err error
-		next, err = idle.Alloc(1000) // acquires a second superblock, orphans S
-		return err
-	}, func() {
-		for _, b := range objs[:63] {
-			must(t, w1.Free(b)) // remote: the first announces S on idle's stack
-		}
-	})
-	must(t, err)
+	// S, orphaned with 63 frees pending, announced
+	objs, s, next := announcedOrphan(t, a, idle, w1, 1000, 64, 63)
 	must(t, w2.Free(objs[63])) // adopts S, collects the 63, empties and releases it
 	w1.Flush()                 // drains the orphans' stack: S is pooled, nothing pending
 	if st := sbState(t, a, s); st.State != impl.SBPool || st.Notified {
