@@ -104,7 +104,11 @@ func (m *Allocator) Allocate(size int) []byte {
 // grow adds d to the live bytes and keeps the peak.
 func (m *Allocator) grow(d int64) {
 	n := m.bytes.Add(d)
-	for p := m.peak.Load(); n > p && !m.peak.CompareAndSwap(p, n); p = m.peak.Load() {
+	for {
+		p := m.peak.Load()
+		if n <= p || m.peak.CompareAndSwap(p, n) {
+			return
+		}
 	}
 }
 
@@ -166,8 +170,15 @@ func (m *Allocator) reallocLarge(size int, b []byte) []byte {
 	}
 	if unsafe.SliceData(r) == unsafe.SliceData(b) {
 		m.inPlace.Add(1)
+		m.grow(int64(size - old))
+	} else {
+		// A move, counted as Reallocate's small moves are: an allocation and
+		// a free, both buffers live for a moment.
+		m.allocs.Add(1)
+		m.frees.Add(1)
+		m.grow(int64(size))
+		m.grow(-int64(old))
 	}
-	m.grow(int64(size - old))
 	return r[:size:size]
 }
 
@@ -217,7 +228,8 @@ func (m *Allocator) Close() error { return m.a.Close() }
 // Stats is a snapshot of the counters.
 type Stats struct {
 	// Bytes is the total size of the live buffers, as Arrow requested them
-	// (memory.CheckedAllocator.CurrentAlloc); PeakBytes its high-water mark.
+	// (memory.CheckedAllocator.CurrentAlloc); PeakBytes its high-water mark,
+	// which a Reallocate that moves its buffer reaches with both buffers.
 	Bytes, PeakBytes int64
 	// Objects is the number of live buffers that hold an object (zero-size
 	// buffers hold none).
