@@ -2,11 +2,14 @@ package refarrow
 
 import (
 	"errors"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestReallocateInPlaceBounds: Reallocate keeps the object exactly when it
@@ -236,5 +239,112 @@ func TestAssertNoLeaksEachCount(t *testing.T) {
 				t.Errorf("AssertNoLeaks said %q, want %q", rec.String(), c.want)
 			}
 		})
+	}
+}
+
+// TestReallocateLargeMoveCounts: a large Reallocate that cannot grow in place
+// moves, and is counted as a small move is (Stats' doc): an allocation and a
+// free, both buffers live for a moment (PeakBytes). Slips: reallocLarge counts
+// a move as a resize; a buffer of exactly MaxSmall bytes, or a large one
+// shrunk to exactly MaxSmall, goes to the other path (`>=` for `>`) and is
+// counted differently.
+func TestReallocateLargeMoveCounts(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		old, size int
+	}{
+		{"large to large", 100_000, 300_000},
+		{"MaxSmall to large", spec.MaxSmall, 100_000},
+		{"large to MaxSmall", 100_000, spec.MaxSmall},
+	} {
+		m := newTest(t, false)
+		b := m.Allocate(c.old)
+		fill(b, 3)
+		blocker := m.Allocate(100_000) // after b: no growth in place
+		r := m.Reallocate(c.size, b)
+		if unsafe.SliceData(r) == unsafe.SliceData(b) {
+			t.Fatalf("%s: setup: Reallocate stayed in place", c.name)
+		}
+		if !holds(r[:min(c.old, c.size)], 3) || !isZero(r[min(c.old, c.size):]) {
+			t.Fatalf("%s: contents not kept", c.name)
+		}
+		s := m.Stats()
+		got := [...]int64{s.Bytes, s.PeakBytes, s.Objects, int64(s.Allocs), int64(s.Frees), int64(s.Reallocs), int64(s.InPlace)}
+		want := [...]int64{int64(100_000 + c.size), int64(100_000 + c.old + c.size), 2, 3, 1, 1, 0}
+		if got != want {
+			t.Fatalf("%s: after the move Bytes, PeakBytes, Objects, Allocs, Frees, Reallocs, InPlace = %v, want %v", c.name, got, want)
+		}
+		m.Free(r)
+		m.Free(blocker)
+	}
+}
+
+// TestReallocateOneByteInPlace: a 1-byte buffer grows in place within its
+// object, and a buffer shrinks in place to 1 byte. Slips: `old > 1` or
+// `size > 1` for `> 0` in Reallocate's in-place test (the buffer moves).
+func TestReallocateOneByteInPlace(t *testing.T) {
+	m := newTest(t, false)
+	b := m.Allocate(1)
+	p := unsafe.SliceData(b)
+	b[0] = 9
+	for i, size := range []int{8, 1, 64} {
+		b = m.Reallocate(size, b)
+		if unsafe.SliceData(b) != p || b[0] != 9 || len(b) != size || cap(b) != size {
+			t.Fatalf("Reallocate to %d moved the buffer or lost its byte", size)
+		}
+		if s := m.Stats(); s.InPlace != uint64(i+1) || s.Allocs != 1 || s.Bytes != int64(size) {
+			t.Fatalf("after Reallocate to %d: %+v", size, s)
+		}
+	}
+	m.Free(b)
+}
+
+// callerHelperT is a TestingT that records which functions called Helper
+// before the first Errorf.
+type callerHelperT struct {
+	helpers []string
+	errorf  bool
+}
+
+func (h *callerHelperT) Helper() {
+	if h.errorf {
+		return
+	}
+	pc, _, _, _ := runtime.Caller(1)
+	h.helpers = append(h.helpers, runtime.FuncForPC(pc).Name())
+}
+
+func (h *callerHelperT) Errorf(string, ...any) { h.errorf = true }
+
+// TestAssertionsAreHelpers: AssertSize and AssertNoLeaks each mark themselves
+// helpers before they report, so a failure names the caller's line. Slip:
+// either does not call t.Helper (AssertNoLeaks's own report of bad frees
+// would then name allocator.go).
+func TestAssertionsAreHelpers(t *testing.T) {
+	var errs []error
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b := m.Allocate(100)
+	m.Free(b)
+	m.Free(b) // a bad free: AssertNoLeaks reports it itself
+	for _, c := range []struct {
+		name   string
+		assert func(TestingT)
+		want   string
+	}{
+		{"AssertSize", func(t TestingT) { m.AssertSize(t, 1) }, ".(*Allocator).AssertSize"},
+		{"AssertNoLeaks", m.AssertNoLeaks, ".(*Allocator).AssertNoLeaks"},
+	} {
+		var h callerHelperT
+		c.assert(&h)
+		if !h.errorf || !slices.ContainsFunc(h.helpers, func(f string) bool { return strings.HasSuffix(f, c.want) }) {
+			t.Fatalf("%s: reported %v, Helper called first by %v", c.name, h.errorf, h.helpers)
+		}
+	}
+	if len(errs) != 1 {
+		t.Fatalf("OnError got %v, want the double free", errs)
 	}
 }
