@@ -173,7 +173,9 @@ func (a *Allocator) initGuard(opt GuardOptions, reserve int) error {
 // GuardProtects reports whether guard mode is on and freed guarded memory is
 // inaccessible, so that a read or write after free faults (GUARD-FAULT); it is
 // false under the Go-heap backend, where guard mode only poisons.
-func (a *Allocator) GuardProtects() bool { return a.guard.on && a.guard.protects }
+func (a *Allocator) GuardProtects() bool {
+	return a.guard.on && (a.guard.protects || mutant.GuardProtectsOn)
+}
 
 // guardInterval draws how many small allocations of a class come before the
 // next sampled one, counting the sampled one: uniform on [1, 2·SampleRate-1],

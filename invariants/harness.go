@@ -5,6 +5,7 @@ package invariants
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"unsafe"
@@ -485,14 +486,20 @@ func (h *Harness) nth(pick int) uintptr {
 // TouchQuarantined reads (or writes) a byte of a freed object in quarantine,
 // picked by pick, where guard mode protects memory: the access must fault,
 // and Explain (through CatchFaults) must name the object, its class and size,
-// and the stacks that allocated and freed it (GUARD-FAULT). Nothing else may
-// change. Without such an object it does nothing.
+// and the stacks that allocated and freed it (GUARD-FAULT). Explain, called on
+// what recover returns after the same access faults again, must say the same
+// but for the access's stack, and return CatchFaults' report as it is;
+// GuardProtects must agree with the snapshot. Nothing else may change.
+// Without such an object it does nothing.
 func (h *Harness) TouchQuarantined(pick int, write bool) error {
 	if h.M.Closed() {
 		return nil
 	}
 	s := h.A.Snapshot()
 	q := s.Guard.Quarantine
+	if h.A.GuardProtects() != s.Guard.Protects {
+		return violation(spec.RuleGuardFault, "GuardProtects is %v, the snapshot says %v", h.A.GuardProtects(), s.Guard.Protects)
+	}
 	if !s.Guard.Protects || len(q) == 0 {
 		return nil
 	}
@@ -522,7 +529,29 @@ func (h *Harness) TouchQuarantined(pick int, write bool) error {
 		report.Size != e.Usable || report.AllocSite == "" || report.FreeSite == "" || report.AccessSite == "" || report.Released:
 		return violation(spec.RuleGuardFault, "a fault at byte %d of the freed %d-byte object %#x (class %d) was reported as %+v", i, e.Usable, e.Addr, e.Class, report)
 	}
+	explained, ok := touchExplain(h.A, span, i, write)
+	want := *report
+	want.AccessSite = "" // Explain has no access to name
+	if !ok || *explained != want {
+		return violation(spec.RuleGuardFault, "the fault at byte %d of the freed object %#x again: Explain(recover()) gave %+v, %v; CatchFaults %+v", i, e.Addr, explained, ok, report)
+	}
+	if again, ok := h.A.Explain(report); !ok || again != report {
+		return violation(spec.RuleGuardFault, "Explain of CatchFaults' report gave %p, %v, want the report itself", again, ok)
+	}
 	return h.step(nil)
+}
+
+// touchExplain reads or writes b[i] as touch does, with the fault caught the
+// way Explain's doc shows: SetPanicOnFault, recover, Explain.
+func touchExplain(a *impl.Allocator, b []byte, i int, write bool) (report *impl.UseAfterFreeError, ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() { report, ok = a.Explain(recover()) }()
+	if write {
+		b[i] = 0x5a
+	} else {
+		touched = b[i]
+	}
+	return nil, false
 }
 
 // touch reads or writes b[i] with faults turned into panics, and returns

@@ -46,6 +46,9 @@ func newMachine(t *rapid.T) *machine {
 			QuarantineBytes:   rapid.SampledFrom([]int{2 * spec.SuperblockSize, 0}).Draw(t, "quarantineBytes"),
 		}
 	}
+	// The Go-heap backend in a quarter of the runs, as -race builds always
+	// have it: guard mode then poisons and does not protect.
+	opt.HeapBackend = rapid.IntRange(0, 3).Draw(t, "heapBackend") == 0
 	h, err := NewHarness(opt)
 	if err != nil {
 		t.Fatal(err)

@@ -238,6 +238,7 @@ const (
 	FlushClosed          = false
 	UnlinkKeepsLinks     = false
 	MissAddr             = false
+	GuardProtectsOn      = false
 )
 
 func Drop() bool { return false }

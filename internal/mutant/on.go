@@ -255,6 +255,7 @@ var (
 	FlushClosed          = on("flushclosed")
 	UnlinkKeepsLinks     = on("unlinkkeepslinks")
 	MissAddr             = on("missaddr")
+	GuardProtectsOn      = on("guardprotectson")
 )
 
 var remoteFrees atomic.Uint64
