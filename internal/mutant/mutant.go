@@ -253,4 +253,5 @@ var All = []Mutant{
 	{"flushclosed", "STATS-EXACT", "Cache.Flush", "Flush tests only the Allocator's closed flag, not the cache's: a closed cache's Flush drains the orphans' stack and publishes what it collects to a cache already retired, so Stats never counts those frees"},
 	{"unlinkkeepslinks", "LIFECYCLE", "Cache.Free", "unlink leaves a superblock's prev and next as they were: one moved from the middle of the full list to the partial list still points back, and its next unlink cuts its old list and leaves it at the partial list's head"},
 	{"missaddr", "FREE-INVALID", "Cache.Free", "a miss refused by the header lookup names base-off, not the address freed, in its FreeError"},
+	{"debugentrykept", "DEBUG-POISON", "Cache.Free", "debug mode's free drops the superblock-cache entry it filled only when the free returns: an OnError that panics as the free publishes leaves it, and the cache's later frees into the superblock take the fast path, unpoisoned (false writes after free)"},
 }

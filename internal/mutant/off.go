@@ -227,6 +227,8 @@ const (
 	ResizeNoHeader       = false
 	OverlapLate          = false
 	ReportAtOnce         = false
+	DebugEntryKept       = false
+	AllocPanicLost       = false
 	PendingNone          = false
 	ResizableEnd         = false
 	StalePoolTail        = false

@@ -244,6 +244,8 @@ var (
 	ResizeNoHeader       = on("resizenoheader")
 	OverlapLate          = on("overlaplate")
 	ReportAtOnce         = on("reportatonce")
+	DebugEntryKept       = on("debugentrykept")
+	AllocPanicLost       = on("allocpaniclost")
 	PendingNone          = on("pendingnone")
 	ResizableEnd         = on("resizableend")
 	StalePoolTail        = on("stalepooltail")
