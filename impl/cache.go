@@ -251,7 +251,7 @@ func zero(p unsafe.Pointer, size uintptr) {
 // allocSlow is the refill path (refillAlloc), then the reports it queued.
 func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 	b, err := c.refillAlloc(n, k)
-	c.deliver()
+	c.deliverAlloc(b, c.reserving && c.gotReserved)
 	return b, err
 }
 
@@ -311,7 +311,7 @@ func (c *Cache) refillAlloc(n, k int) ([]byte, error) {
 // Then the reports it queued (a write after free in debug mode).
 func (c *Cache) allocOther(n, align int, reserve bool) ([]byte, error) {
 	b, err := c.allocLargeOr(n, align, reserve)
-	c.deliver()
+	c.deliverAlloc(b, reserve) // reserve: Realloc's, n > MaxSmall, so large
 	return b, err
 }
 

@@ -175,7 +175,7 @@ func (c *Cache) exit() {
 
 func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	b, err := a.allocAcquired(p, c, n, align)
-	a.deliver() // the cache given up
+	a.deliverAlloc(b) // the cache given up
 	return b, err
 }
 
@@ -207,7 +207,11 @@ func (a *Allocator) freeAcquired(p int, c *Cache, off uintptr) (err error) {
 // Realloc is Cache.Realloc, safe for concurrent use.
 func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := a.reallocAcquired(b, n)
-	a.deliver() // the cache given up
+	if moved(r, b) { // the cache given up
+		a.deliverAlloc(r)
+	} else {
+		a.deliver()
+	}
 	return r, err
 }
 
