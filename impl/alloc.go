@@ -956,7 +956,17 @@ func (a *Allocator) Trim() error {
 	if a.closed.Load() {
 		return ErrClosed
 	}
-	a.Flush()
+	if mutant.TrimDeliversEarly {
+		a.Flush()
+		return a.trim()
+	}
+	a.flush()
+	err := a.trim()
+	a.deliver() // what the flush found, once Trim has done its work
+	return err
+}
+
+func (a *Allocator) trim() error {
 	a.lock()
 	defer a.mu.Unlock()
 	if mutant.TrimNoop {

@@ -122,6 +122,13 @@ func (f *front) lock() *shard {
 // Flush flushes the Allocator's internal caches (see Cache.Flush). Caches made
 // with NewCache are flushed by their owners.
 func (a *Allocator) Flush() {
+	a.flush()
+	a.deliver()
+}
+
+// flush is Flush without the delivery of what it found (Trim delivers once
+// its own work is done).
+func (a *Allocator) flush() {
 	a.front.procs.flush()
 	for i := range a.front.shards {
 		if mutant.FrontFlushSkip && i == len(a.front.shards)-1 {
@@ -136,7 +143,6 @@ func (a *Allocator) Flush() {
 			s.c.Flush()
 		}()
 	}
-	a.deliver()
 }
 
 // enter and exit bracket every use of a front cache by a call

@@ -220,3 +220,29 @@ func TestPanickingReportInDebugFreeKeepsNoEntry(t *testing.T) {
 	must(t, d.Close())
 	must(t, a.Close())
 }
+
+// TestPanickingReportInTrimStillTrims (MEM-ACCOUNT): Trim flushes the
+// front's caches, then returns the pool's empty superblocks to the OS. Its
+// Flush delivered the reports it found before Trim had returned anything: an
+// OnError that panicked there (or t.Fatal) stopped Trim with its work undone,
+// the pool's memory still committed; OnError ran in the middle of the call.
+// One P, so the front's objects are on one cache. Slip: trimdeliversearly.
+func TestPanickingReportInTrimStillTrims(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
+	must(t, err)
+	d, _ := a.NewCache()
+	big := allocN(t, a, 2*spec.SuperblockSize)
+	must(t, a.Free(big)) // two dirty superblocks in the pool, within Retain
+	objs := allocObjects(t, a, 1024, 2)
+	must(t, a.Free(objs[0]))
+	must(t, d.Free(objs[0])) // a remote double free, found by Trim's flush
+	recovered(t, "the Trim whose flush finds the double free", impl.ErrDoubleFree, func() { a.Trim() })
+	if got, want := a.Stats().Committed, uint64(spec.SuperblockSize); got != want {
+		t.Errorf("after the Trim: %d bytes committed, want %d (objs[1]'s superblock: the pool's were not returned)", got, want)
+	}
+	must(t, a.Free(objs[1]))
+	must(t, d.Close())
+	a.Flush()
+	must(t, a.Close())
+}

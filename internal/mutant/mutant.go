@@ -255,4 +255,5 @@ var All = []Mutant{
 	{"missaddr", "FREE-INVALID", "Cache.Free", "a miss refused by the header lookup names base-off, not the address freed, in its FreeError"},
 	{"debugentrykept", "DEBUG-POISON", "Cache.Free", "debug mode's free drops the superblock-cache entry it filled only when the free returns: an OnError that panics as the free publishes leaves it, and the cache's later frees into the superblock take the fast path, unpoisoned (false writes after free)"},
 	{"allocpaniclost", "CONSERVE", "Cache.Alloc", "an allocating call (Alloc, AllocAligned, Realloc, of a Cache or the Allocator) keeps the object it took when OnError panics as the call delivers its reports: the caller never gets it, and it stays live for good"},
+	{"trimdeliversearly", "MEM-ACCOUNT", "Allocator.Trim", "Trim delivers the reports its flush found before it returns the pool's memory: an OnError that panics there leaves it committed"},
 }

@@ -229,6 +229,7 @@ const (
 	ReportAtOnce         = false
 	DebugEntryKept       = false
 	AllocPanicLost       = false
+	TrimDeliversEarly    = false
 	PendingNone          = false
 	ResizableEnd         = false
 	StalePoolTail        = false

@@ -246,6 +246,7 @@ var (
 	ReportAtOnce         = on("reportatonce")
 	DebugEntryKept       = on("debugentrykept")
 	AllocPanicLost       = on("allocpaniclost")
+	TrimDeliversEarly    = on("trimdeliversearly")
 	PendingNone          = on("pendingnone")
 	ResizableEnd         = on("resizableend")
 	StalePoolTail        = on("stalepooltail")
