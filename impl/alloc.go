@@ -290,6 +290,13 @@ type Options struct {
 	// it may panic (or t.Fatal) and the allocator stays whole (an allocating
 	// call it stops frees the object it would have returned), and it may call
 	// the Allocator, though not the Cache whose call it interrupts.
+	// Reports wait in one queue, and whichever call ends first delivers them:
+	// one found by another goroutine's call may be delivered on this one, and
+	// after a panic the reports still queued go to the next call that ends
+	// (so a call may panic with a report an earlier call found). OnError may
+	// run on several goroutines at once, and, when it calls the Allocator
+	// while more reports wait, again inside that call, before it returns: it
+	// must not hold a lock of its own across a call to the Allocator.
 	OnError func(error)
 	// HeapBackend forces the Go-heap backend even outside -race builds.
 	HeapBackend bool
