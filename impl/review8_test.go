@@ -3,7 +3,9 @@ package impl_test
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -245,4 +247,164 @@ func TestPanickingReportInTrimStillTrims(t *testing.T) {
 	must(t, d.Close())
 	a.Flush()
 	must(t, a.Close())
+}
+
+// TestOnErrorMayCallTheAllocatorAtEverySite (FREE-DOUBLE, DEBUG-POISON,
+// LIFECYCLE): OnError runs where a public call has done its work, no internal
+// lock held, not pinned, the front's cache given up: from there a call of the
+// Allocator (Alloc, Realloc, Free, Stats, Flush; on another goroutine, so
+// that one blocked on a lock or a token the interrupted call still held shows
+// as a timeout rather than a hang) returns. One case for each place reports
+// are delivered, each set up so that its call finds a report. One P, so the
+// front's objects are on one cache.
+func TestOnErrorMayCallTheAllocatorAtEverySite(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// frontDouble: a front cache's 1024-byte object freed twice, the second
+	// time remotely by d; found when the front cache collects it.
+	frontDouble := func(t *testing.T, a *impl.Allocator) [][]byte {
+		d, _ := a.NewCache()
+		objs := allocObjects(t, a, 1024, 32)
+		must(t, a.Free(objs[0]))
+		must(t, d.Free(objs[0]))
+		return objs
+	}
+	// releaseDouble: c's superblock of 4096-byte objects, whose last free
+	// releases it; objs[0] freed remotely again, pending.
+	releaseDouble := func(t *testing.T, a *impl.Allocator, c *impl.Cache) [][]byte {
+		d, _ := a.NewCache()
+		objs := allocObjects(t, c, 4096, 17)
+		must(t, c.Free(objs[0]))
+		must(t, d.Free(objs[0]))
+		return objs
+	}
+	cases := []struct {
+		name  string
+		debug bool
+		run   func(t *testing.T, a *impl.Allocator)
+	}{
+		{"Cache.Alloc", false, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			d, _ := a.NewCache()
+			doubleFreePending(t, c, d)
+			allocN(t, c, 1024)
+		}},
+		{"Cache.Alloc large, debug", true, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			big := allocN(t, c, spec.SuperblockSize)
+			must(t, c.Free(big))
+			big[5] = 1
+			allocN(t, c, spec.SuperblockSize)
+		}},
+		{"Cache.Free", false, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			for _, b := range releaseDouble(t, a, c)[1:16] {
+				must(t, c.Free(b))
+			}
+		}},
+		{"Cache.Free, debug", true, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			objs := allocObjects(t, c, 4096, 17)
+			must(t, c.Free(objs[0]))
+			objs[0][5] = 1
+			for _, b := range objs[1:16] {
+				must(t, c.Free(b))
+			}
+		}},
+		{"Cache.Flush", false, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			d, _ := a.NewCache()
+			doubleFreePending(t, c, d)
+			c.Flush()
+		}},
+		{"Cache.Close", false, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			d, _ := a.NewCache()
+			doubleFreePending(t, c, d)
+			must(t, c.Close())
+		}},
+		{"Cache.Realloc", false, func(t *testing.T, a *impl.Allocator) {
+			c, _ := a.NewCache()
+			objs := releaseDouble(t, a, c)
+			for _, b := range objs[1:15] {
+				must(t, c.Free(b))
+			}
+			_, err := c.Realloc(objs[15], 2*spec.SuperblockSize)
+			must(t, err)
+		}},
+		{"Allocator.Alloc", false, func(t *testing.T, a *impl.Allocator) {
+			frontDouble(t, a)
+			allocN(t, a, 1024)
+		}},
+		{"Allocator.Free", false, func(t *testing.T, a *impl.Allocator) {
+			d, _ := a.NewCache()
+			objs := allocObjects(t, a, 4096, 17)
+			must(t, a.Free(objs[0]))
+			must(t, d.Free(objs[0]))
+			for _, b := range objs[1:16] {
+				must(t, a.Free(b))
+			}
+		}},
+		{"Allocator.Flush", false, func(t *testing.T, a *impl.Allocator) {
+			frontDouble(t, a)
+			a.Flush()
+		}},
+		{"Allocator.Realloc", false, func(t *testing.T, a *impl.Allocator) {
+			b := allocN(t, a, 100)
+			frontDouble(t, a)
+			_, err := a.Realloc(b, 1000)
+			must(t, err)
+		}},
+		{"Allocator.Trim", false, func(t *testing.T, a *impl.Allocator) {
+			frontDouble(t, a)
+			must(t, a.Trim())
+		}},
+		{"Allocator.WithFrontCache", false, func(t *testing.T, a *impl.Allocator) {
+			frontDouble(t, a)
+			for i := range a.FrontCaches() {
+				a.WithFrontCache(i, func(c *impl.Cache) { c.Flush() })
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var a *impl.Allocator
+			var mu sync.Mutex
+			reports := 0
+			onError := func(err error) {
+				mu.Lock()
+				reports++
+				mu.Unlock()
+				done := make(chan error, 1)
+				go func() {
+					b, err := a.Alloc(100)
+					if err == nil {
+						b, err = a.Realloc(b, 3000)
+					}
+					if err == nil {
+						err = a.Free(b)
+					}
+					_ = a.Stats()
+					a.Flush()
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("OnError's calls of the Allocator: %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Errorf("OnError's call of the Allocator blocked: OnError runs under a lock or a token the call needs")
+				}
+			}
+			var err error
+			a, err = impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: tc.debug, OnError: onError})
+			must(t, err)
+			tc.run(t, a)
+			mu.Lock()
+			defer mu.Unlock()
+			if reports == 0 {
+				t.Errorf("no report")
+			}
+		})
+	}
 }
