@@ -408,3 +408,70 @@ func TestOnErrorMayCallTheAllocatorAtEverySite(t *testing.T) {
 		})
 	}
 }
+
+// TestReportsDeliveredOnceEach (FREE-DOUBLE, STATS-EXACT): every report is
+// given to OnError exactly once: after an OnError that panics mid-queue (the
+// rest wait for the next call that ends), and when several goroutines'
+// calls end at once and deliver from the same queue. Stats counts each bad
+// free once, at the finding, before OnError hears of it.
+func TestReportsDeliveredOnceEach(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uintptr]int{}
+	panicking := true
+	a, err := impl.New(impl.Options{Reserve: 32 * spec.SuperblockSize, OnError: func(err error) {
+		var fe *impl.FreeError
+		if !errors.As(err, &fe) || !errors.Is(err, impl.ErrDoubleFree) {
+			t.Errorf("OnError: %v, want a double free", err)
+			return
+		}
+		mu.Lock()
+		seen[fe.Addr]++
+		p := panicking
+		mu.Unlock()
+		if p {
+			panic(err)
+		}
+	}})
+	must(t, err)
+	d, _ := a.NewCache()
+	// Four caches, each with 16 remote double frees pending in its superblock.
+	var cs []*impl.Cache
+	want := map[uintptr]bool{}
+	for range 4 {
+		c, _ := a.NewCache()
+		cs = append(cs, c)
+		for _, b := range allocObjects(t, c, 1024, 16) {
+			must(t, c.Free(b))
+			must(t, d.Free(b))
+			want[addrOf(b)] = true
+		}
+	}
+	recovered(t, "the first Flush", impl.ErrDoubleFree, cs[0].Flush)     // 16 queued, one delivered
+	recovered(t, "an unrelated later call", impl.ErrDoubleFree, d.Flush) // the next one
+	if n := a.Stats().DoubleFrees; n != 16 {
+		t.Errorf("Stats.DoubleFrees %d after the first Flush, want 16", n)
+	}
+	mu.Lock()
+	panicking = false
+	mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Flush()
+		}()
+	}
+	wg.Wait()
+	for addr := range want {
+		if seen[addr] != 1 {
+			t.Errorf("the double free of %#x: given to OnError %d times, want once", addr, seen[addr])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("OnError heard of %d addresses, want %d", len(seen), len(want))
+	}
+	if n := a.Stats().DoubleFrees; n != 64 {
+		t.Errorf("Stats.DoubleFrees %d, want 64", n)
+	}
+}
