@@ -670,7 +670,7 @@ func (c *Cache) release(sb *superblock) {
 	}
 	yield(YieldReleaseLock)
 	c.a.lock()
-	defer c.a.mu.Unlock() // also on a panic (OnError runs here): Close must not hang
+	defer c.a.mu.Unlock() // also on a panic (a refalloc_check assertion): Close must not hang
 	if mutant.RerouteBeforeRelease {
 		c.a.reroute(c)
 	}
@@ -766,8 +766,9 @@ func (c *Cache) takeGroup(k int) bool {
 // takeGroupPinned is refill's first step, takeGroup, for the front's pinned
 // path (front_pinned.go), which must not block: it takes the current
 // superblock's next group only when nothing is pending on it (collecting could
-// find a double free and call OnError) and debug mode is off, and otherwise
-// reports false having changed nothing. The caller checks STATS-LEAD.
+// find a double free, whose report takes the queue's lock) and debug mode is
+// off, and otherwise reports false having changed nothing. The caller checks
+// STATS-LEAD.
 func (c *Cache) takeGroupPinned(k int) bool {
 	cc := &c.cls[k&(clsSlots-1)]
 	sb := cc.sb

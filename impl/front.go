@@ -177,7 +177,8 @@ func (c *Cache) exit() {
 
 // The slow paths of the front's methods: on a cache of the caller's own, a
 // P's with its token or a locked shard's, released on return (also on a
-// panic: OnError may panic).
+// panic), then the reports the call queued delivered (OnError may call the
+// Allocator, and panic).
 
 func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	b, err := a.allocAcquired(p, c, n, align)
