@@ -485,3 +485,39 @@ func TestReportsDeliveredOnceEach(t *testing.T) {
 		t.Errorf("Stats.DoubleFrees %d, want 64", n)
 	}
 }
+
+// TestCloseDeliversQueuedReports (FREE-DOUBLE): reports left queued by an
+// OnError that panicked are delivered by the next call that ends, and by
+// Allocator.Close if none does, before it releases the reservation: none is
+// dropped with the Allocator. Close with reports queued and an OnError that
+// panics again does not close (it can be called again).
+func TestCloseDeliversQueuedReports(t *testing.T) {
+	mode := "panic"
+	var got []error
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) {
+		got = append(got, err)
+		if mode == "panic" {
+			panic(err)
+		}
+	}})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	for _, b := range allocObjects(t, c, 1024, 3) {
+		must(t, c.Free(b))
+		must(t, d.Free(b))
+	}
+	recovered(t, "the Flush that finds three double frees", impl.ErrDoubleFree, c.Flush)
+	if len(got) != 1 {
+		t.Fatalf("before Close: OnError called %d times, want 1", len(got))
+	}
+	recovered(t, "Close, OnError panicking on the second", impl.ErrDoubleFree, func() { a.Close() })
+	mode = "record"
+	if _, err := a.NewCache(); err != nil {
+		t.Fatalf("after a Close whose OnError panicked: NewCache %v, want the Allocator open", err)
+	}
+	must(t, a.Close())
+	if len(got) != 3 {
+		t.Errorf("OnError called %d times, want 3 (each double free once)", len(got))
+	}
+}
