@@ -262,8 +262,9 @@ func TestPanickingReportInTrimStillTrims(t *testing.T) {
 // Allocator (Alloc, Realloc, Free, Stats, Flush; on another goroutine, so
 // that one blocked on a lock or a token the interrupted call still held shows
 // as a timeout rather than a hang) returns. One case for each place reports
-// are delivered, each set up so that its call finds a report. One P, so the
-// front's objects are on one cache.
+// are delivered, each set up so that its call finds a report; what an
+// allocating call returns is the caller's (a free of it succeeds). One P, so
+// the front's objects are on one cache.
 func TestOnErrorMayCallTheAllocatorAtEverySite(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	// frontDouble: a front cache's 1024-byte object freed twice, the second
@@ -293,14 +294,14 @@ func TestOnErrorMayCallTheAllocatorAtEverySite(t *testing.T) {
 			c, _ := a.NewCache()
 			d, _ := a.NewCache()
 			doubleFreePending(t, c, d)
-			allocN(t, c, 1024)
+			must(t, c.Free(allocN(t, c, 1024))) // the caller's: OnError returned
 		}},
 		{"Cache.Alloc large, debug", true, func(t *testing.T, a *impl.Allocator) {
 			c, _ := a.NewCache()
 			big := allocN(t, c, spec.SuperblockSize)
 			must(t, c.Free(big))
 			big[5] = 1
-			allocN(t, c, spec.SuperblockSize)
+			must(t, c.Free(allocN(t, c, spec.SuperblockSize)))
 		}},
 		{"Cache.Free", false, func(t *testing.T, a *impl.Allocator) {
 			c, _ := a.NewCache()
@@ -335,12 +336,13 @@ func TestOnErrorMayCallTheAllocatorAtEverySite(t *testing.T) {
 			for _, b := range objs[1:15] {
 				must(t, c.Free(b))
 			}
-			_, err := c.Realloc(objs[15], 2*spec.SuperblockSize)
+			r, err := c.Realloc(objs[15], 2*spec.SuperblockSize)
 			must(t, err)
+			must(t, c.Free(r))
 		}},
 		{"Allocator.Alloc", false, func(t *testing.T, a *impl.Allocator) {
 			frontDouble(t, a)
-			allocN(t, a, 1024)
+			must(t, a.Free(allocN(t, a, 1024)))
 		}},
 		{"Allocator.Free", false, func(t *testing.T, a *impl.Allocator) {
 			d, _ := a.NewCache()
@@ -358,8 +360,9 @@ func TestOnErrorMayCallTheAllocatorAtEverySite(t *testing.T) {
 		{"Allocator.Realloc", false, func(t *testing.T, a *impl.Allocator) {
 			b := allocN(t, a, 100)
 			frontDouble(t, a)
-			_, err := a.Realloc(b, 1000)
+			r, err := a.Realloc(b, 1000)
 			must(t, err)
+			must(t, a.Free(r))
 		}},
 		{"Allocator.Trim", false, func(t *testing.T, a *impl.Allocator) {
 			frontDouble(t, a)
