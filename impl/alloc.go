@@ -287,8 +287,16 @@ type Options struct {
 	// and, in debug and guard modes, every write after free. It is called once
 	// the call that found it has done its work (a collection, a release, a
 	// refill), with no internal lock held, normally on that call's goroutine:
-	// it may panic (or t.Fatal) and the allocator stays whole, and it may call
+	// it may panic (or t.Fatal) and the allocator stays whole (an allocating
+	// call it stops frees the object it would have returned), and it may call
 	// the Allocator, though not the Cache whose call it interrupts.
+	// Reports wait in one queue, and whichever call ends first delivers them:
+	// one found by another goroutine's call may be delivered on this one, and
+	// after a panic the reports still queued go to the next call that ends
+	// (so a call may panic with a report an earlier call found). OnError may
+	// run on several goroutines at once, and, when it calls the Allocator
+	// while more reports wait, again inside that call, before it returns: it
+	// must not hold a lock of its own across a call to the Allocator.
 	OnError func(error)
 	// HeapBackend forces the Go-heap backend even outside -race builds.
 	HeapBackend bool
@@ -447,6 +455,47 @@ func (c *Cache) deliver() {
 	if !c.front {
 		c.a.deliver()
 	}
+}
+
+// deliverAlloc is deliver for a call of c that allocated b, about to return
+// it (nil if it allocated nothing); reserved: b is a moving Realloc's new
+// object, reserved (a large one, or a guarded one). If OnError does not return
+// (it panics, or t.Fatal ends the goroutine), the caller never gets b and
+// nothing else could free it: it is freed (CONSERVE), as a moving Realloc
+// frees the new object it does not return.
+func (c *Cache) deliverAlloc(b []byte, reserved bool) {
+	if c.front || c.a.reports.n.Load() == 0 {
+		return
+	}
+	delivered := false
+	defer func() {
+		if delivered || cap(b) == 0 || mutant.AllocPanicLost {
+			return
+		}
+		if reserved {
+			c.a.freeReserved(c, b)
+		} else {
+			c.Free(b)
+		}
+	}()
+	c.a.deliver()
+	delivered = true
+}
+
+// deliverAlloc is Cache.deliverAlloc for the Allocator's own methods, once
+// the front has given its cache up.
+func (a *Allocator) deliverAlloc(b []byte) {
+	if a.reports.n.Load() == 0 {
+		return
+	}
+	delivered := false
+	defer func() {
+		if !delivered && cap(b) != 0 && !mutant.AllocPanicLost {
+			a.Free(b)
+		}
+	}()
+	a.deliver()
+	delivered = true
 }
 
 type run struct{ start, n uint32 }
@@ -914,7 +963,17 @@ func (a *Allocator) Trim() error {
 	if a.closed.Load() {
 		return ErrClosed
 	}
-	a.Flush()
+	if mutant.TrimDeliversEarly {
+		a.Flush()
+		return a.trim()
+	}
+	a.flush()
+	err := a.trim()
+	a.deliver() // what the flush found, once Trim has done its work
+	return err
+}
+
+func (a *Allocator) trim() error {
 	a.lock()
 	defer a.mu.Unlock()
 	if mutant.TrimNoop {

@@ -251,7 +251,7 @@ func zero(p unsafe.Pointer, size uintptr) {
 // allocSlow is the refill path (refillAlloc), then the reports it queued.
 func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 	b, err := c.refillAlloc(n, k)
-	c.deliver()
+	c.deliverAlloc(b, c.reserving && c.gotReserved)
 	return b, err
 }
 
@@ -311,7 +311,7 @@ func (c *Cache) refillAlloc(n, k int) ([]byte, error) {
 // Then the reports it queued (a write after free in debug mode).
 func (c *Cache) allocOther(n, align int, reserve bool) ([]byte, error) {
 	b, err := c.allocLargeOr(n, align, reserve)
-	c.deliver()
+	c.deliverAlloc(b, reserve) // reserve: Realloc's, n > MaxSmall, so large
 	return b, err
 }
 
@@ -670,7 +670,7 @@ func (c *Cache) release(sb *superblock) {
 	}
 	yield(YieldReleaseLock)
 	c.a.lock()
-	defer c.a.mu.Unlock() // also on a panic (OnError runs here): Close must not hang
+	defer c.a.mu.Unlock() // also on a panic (a refalloc_check assertion): Close must not hang
 	if mutant.RerouteBeforeRelease {
 		c.a.reroute(c)
 	}
@@ -766,8 +766,9 @@ func (c *Cache) takeGroup(k int) bool {
 // takeGroupPinned is refill's first step, takeGroup, for the front's pinned
 // path (front_pinned.go), which must not block: it takes the current
 // superblock's next group only when nothing is pending on it (collecting could
-// find a double free and call OnError) and debug mode is off, and otherwise
-// reports false having changed nothing. The caller checks STATS-LEAD.
+// find a double free, whose report takes the queue's lock) and debug mode is
+// off, and otherwise reports false having changed nothing. The caller checks
+// STATS-LEAD.
 func (c *Cache) takeGroupPinned(k int) bool {
 	cc := &c.cls[k&(clsSlots-1)]
 	sb := cc.sb

@@ -173,16 +173,22 @@ func (a *Allocator) verifyReleased(c *Cache, sb *superblock) {
 // entries (so the fast path never runs), and a free that will succeed poisons
 // the object first (the free may release the superblock, which verifies it).
 // A free that will fail writes nothing: the object may be held, fresh zeros
-// about to be handed out unzeroed.
+// about to be handed out unzeroed. The entry goes also when OnError panics in
+// the free (it delivers the queued reports when it publishes): left, it would
+// send the cache's next frees into sb down the fast path, unpoisoned.
 func (c *Cache) freeDebug(e *sbEntry, off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
 	if idx*e.size == rel && idx < e.nobj && !c.notLive(e, idx>>5, 1<<(idx&31)) {
 		poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 	}
-	err := c.free(off)
-	e.key = noKey
-	return err
+	if mutant.DebugEntryKept {
+		err := c.free(off)
+		e.key = noKey
+		return err
+	}
+	defer func() { e.key = noKey }()
+	return c.free(off)
 }
 
 // poisonObjects poisons the objects of group g of sb that bits names.

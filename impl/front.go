@@ -122,6 +122,13 @@ func (f *front) lock() *shard {
 // Flush flushes the Allocator's internal caches (see Cache.Flush). Caches made
 // with NewCache are flushed by their owners.
 func (a *Allocator) Flush() {
+	a.flush()
+	a.deliver()
+}
+
+// flush is Flush without the delivery of what it found (Trim delivers once
+// its own work is done).
+func (a *Allocator) flush() {
 	a.front.procs.flush()
 	for i := range a.front.shards {
 		if mutant.FrontFlushSkip && i == len(a.front.shards)-1 {
@@ -136,7 +143,6 @@ func (a *Allocator) Flush() {
 			s.c.Flush()
 		}()
 	}
-	a.deliver()
 }
 
 // enter and exit bracket every use of a front cache by a call
@@ -171,11 +177,12 @@ func (c *Cache) exit() {
 
 // The slow paths of the front's methods: on a cache of the caller's own, a
 // P's with its token or a locked shard's, released on return (also on a
-// panic: OnError may panic).
+// panic), then the reports the call queued delivered (OnError may call the
+// Allocator, and panic).
 
 func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	b, err := a.allocAcquired(p, c, n, align)
-	a.deliver() // the cache given up
+	a.deliverAlloc(b) // the cache given up
 	return b, err
 }
 
@@ -207,7 +214,11 @@ func (a *Allocator) freeAcquired(p int, c *Cache, off uintptr) (err error) {
 // Realloc is Cache.Realloc, safe for concurrent use.
 func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := a.reallocAcquired(b, n)
-	a.deliver() // the cache given up
+	if moved(r, b) { // the cache given up
+		a.deliverAlloc(r)
+	} else {
+		a.deliver()
+	}
 	return r, err
 }
 

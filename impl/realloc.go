@@ -26,8 +26,17 @@ import (
 // and, if it was live, still is.
 func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := c.realloc(b, n)
-	c.deliver()
+	if moved(r, b) {
+		c.deliverAlloc(r, false)
+	} else {
+		c.deliver() // in place: b is the caller's still
+	}
 	return r, err
+}
+
+// moved reports whether r, what Realloc of b returns, is a new object.
+func moved(r, b []byte) bool {
+	return unsafe.SliceData(r) != unsafe.SliceData(b)
 }
 
 func (c *Cache) realloc(b []byte, n int) ([]byte, error) {

@@ -254,4 +254,7 @@ var All = []Mutant{
 	{"unlinkkeepslinks", "LIFECYCLE", "Cache.Free", "unlink leaves a superblock's prev and next as they were: one moved from the middle of the full list to the partial list still points back, and its next unlink cuts its old list and leaves it at the partial list's head"},
 	{"missaddr", "FREE-INVALID", "Cache.Free", "a miss refused by the header lookup names base-off, not the address freed, in its FreeError"},
 	{"guardprotectson", "GUARD-FAULT", "Allocator.GuardProtects", "GuardProtects says only whether guard mode is on: true under the Go-heap backend too, where freed guarded memory is poisoned, not protected"},
+	{"debugentrykept", "DEBUG-POISON", "Cache.Free", "debug mode's free drops the superblock-cache entry it filled only when the free returns: an OnError that panics as the free publishes leaves it, and the cache's later frees into the superblock take the fast path, unpoisoned (false writes after free)"},
+	{"allocpaniclost", "CONSERVE", "Cache.Alloc", "an allocating call (Alloc, AllocAligned, Realloc, of a Cache or the Allocator) keeps the object it took when OnError panics as the call delivers its reports: the caller never gets it, and it stays live for good"},
+	{"trimdeliversearly", "MEM-ACCOUNT", "Allocator.Trim", "Trim delivers the reports its flush found before it returns the pool's memory: an OnError that panics there leaves it committed"},
 }

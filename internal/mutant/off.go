@@ -227,6 +227,9 @@ const (
 	ResizeNoHeader       = false
 	OverlapLate          = false
 	ReportAtOnce         = false
+	DebugEntryKept       = false
+	AllocPanicLost       = false
+	TrimDeliversEarly    = false
 	PendingNone          = false
 	ResizableEnd         = false
 	StalePoolTail        = false
