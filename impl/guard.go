@@ -236,9 +236,9 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	site := a.sites.record()
 	size := spec.ClassSize(k)
 	a.lock()
-	// Unlocked also on a panic: OnError may panic in the release of the
-	// quarantine (a write after free found) or in debug mode's check below,
-	// and a held central lock would hang every later call, Close too.
+	// Unlocked also on a panic (a refalloc_check assertion): a held central
+	// lock would hang every later call, Close too. OnError does not run here:
+	// what the release of the quarantine finds is queued.
 	locked := true
 	defer func() {
 		if locked {

@@ -431,8 +431,9 @@ func (s *Shared) refused(id, n int, got oracle.Kind) bool {
 // explain is, for a violation at x in guard mode, what the allocator knows of
 // the guarded object freed there (Allocator.ExplainAddr: the stacks that
 // allocated and freed it), so that a failure that does not replay says which
-// call freed what the harness held. It drops mu around the call (ExplainAddr
-// takes the central lock, under which OnError may call back into Shared).
+// call freed what the harness held. It drops mu around the call, so that the
+// harness's lock is never held while the allocator's central lock is waited
+// for (ExplainAddr takes it).
 // Under mu.
 func (s *Shared) explain(x uintptr) string {
 	s.mu.Unlock()
