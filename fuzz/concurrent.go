@@ -55,7 +55,9 @@ func RunConcurrent(data []byte) error {
 	if len(data) > 0 {
 		// Header: bits 0-1 the superblock-cache ways (with bit 5, 64 or
 		// 128 by bit 0), bit 2 debug mode, bit 3 guard mode (GUARD-FAULT),
-		// every small allocation sampled, or one in 3 with bit 4.
+		// every small allocation sampled, or one in 3 with bit 4; bit 6 a
+		// pool that returns memory at every release past Retain (MEM-ACCOUNT:
+		// Decay -1), a Retain of 2 superblocks, or none with bit 7.
 		opt.SuperblockCacheWays = []int{16, 1, 8, 32}[data[0]&3]
 		if data[0]&32 != 0 {
 			opt.SuperblockCacheWays = []int{64, 128}[data[0]&1]
@@ -63,6 +65,9 @@ func RunConcurrent(data []byte) error {
 		opt.Debug = data[0]&4 != 0
 		if data[0]&8 != 0 {
 			opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: []int{1, 3}[data[0]>>4&1]}
+		}
+		if data[0]&64 != 0 {
+			opt.Retain, opt.Decay = []int{2 * spec.SuperblockSize, -1}[data[0]>>7], -1
 		}
 	}
 	sh, err := invariants.NewShared(opt)

@@ -161,6 +161,8 @@ func FuzzConcurrent(f *testing.F) {
 	f.Add(guarded)
 	f.Add(append([]byte{32}, seed[1:]...))     // 64 ways
 	f.Add(append([]byte{32 | 1}, seed[1:]...)) // 128 ways
+	f.Add(append([]byte{64}, seed[1:]...))     // Retain 2 superblocks, Decay -1
+	f.Add(append([]byte{64 | 128 | 4}, seed[1:]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4*StepSize*64 {
 			data = data[:4*StepSize*64]

@@ -34,6 +34,14 @@ type SoakConfig struct {
 	// inaccessible in quarantine; a driver that touched one would fault, and
 	// none does.
 	Guard impl.GuardOptions
+	// Retain and Decay are the pool's Options (MEM-ACCOUNT) [impl's defaults:
+	// 32 MiB, which a soak's reservation never exceeds, so the pool never
+	// decays]. With a small Retain and Decay < 0 the pool returns memory at
+	// every release, under the workers' feet, and every barrier checks that it
+	// keeps no more than Retain. (A Decay > 0 leaves the return to a timer,
+	// whose lateness on a loaded machine a barrier cannot tell from a bug.)
+	Retain int
+	Decay  time.Duration
 	// CheckEvery is the time between barriers, where every worker stops and a
 	// Snapshot is checked against the Model [100ms]; every FlushEvery-th barrier
 	// every cache flushes first and STATS-EXACT is checked too [4].
@@ -169,7 +177,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 			wafs.Unlock()
 		}
 	}
-	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, Guard: cfg.Guard, OnError: onError})
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, Guard: cfg.Guard, Retain: cfg.Retain, Decay: cfg.Decay, OnError: onError})
 	if err != nil {
 		return nil, err
 	}

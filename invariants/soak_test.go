@@ -6,15 +6,18 @@ import (
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestStressOracle: many goroutines with their own caches hand blocks to each
 // other (scattered remote frees) and use the goroutine-safe Allocator, in a
 // reservation small enough to force superblock reuse across classes and owners,
-// with caches closed and reopened; every barrier checks a Snapshot against the
-// model (STATS-LEAD with held counts, STATS-LAG, CONSERVE, CACHE-COHERENT,
-// NO-OVERLAP, REFINES), flush barriers STATS-EXACT, and the end EMPTY. Objects'
-// fills are checked before every free and at every barrier (INTEGRITY). Stale
+// with caches closed and reopened, in three runs with a pool that returns
+// memory at every release past a small Retain (MEM-ACCOUNT); every barrier
+// checks a Snapshot against the model (STATS-LEAD with held counts, STATS-LAG,
+// CONSERVE, CACHE-COHERENT, NO-OVERLAP, REFINES), flush barriers STATS-EXACT,
+// and the end EMPTY. Objects' fills are checked before every free and at every
+// barrier (INTEGRITY). Stale
 // and double frees race the reuse of their addresses, judged per address at
 // the barriers (FREE-DOUBLE); half the calls go through the Allocator's
 // methods, some from goroutines that come and go; Flush, Trim and Stats run
@@ -23,18 +26,23 @@ import (
 // it under -race and -tags refalloc_check.
 func TestStressOracle(t *testing.T) {
 	for _, tc := range []struct {
-		ways  int
-		debug bool
-		guard impl.GuardOptions
+		ways   int
+		debug  bool
+		guard  impl.GuardOptions
+		retain int // with it, Decay -1: the pool returns memory at every release
 	}{
-		{1, false, impl.GuardOptions{}},
-		{8, true, impl.GuardOptions{}},
-		{16, false, impl.GuardOptions{Enabled: true, SampleRate: 7, QuarantineObjects: 64}},
-		{32, true, impl.GuardOptions{}},
-		{16, true, impl.GuardOptions{Enabled: true, SampleRate: 1}},
-		{128, false, impl.GuardOptions{}},
+		{1, false, impl.GuardOptions{}, 0},
+		{8, true, impl.GuardOptions{}, -1},
+		{16, false, impl.GuardOptions{Enabled: true, SampleRate: 7, QuarantineObjects: 64}, 2 * spec.SuperblockSize},
+		{32, true, impl.GuardOptions{}, 0},
+		{16, true, impl.GuardOptions{Enabled: true, SampleRate: 1}, 0},
+		{128, false, impl.GuardOptions{}, 2 * spec.SuperblockSize},
 	} {
 		ways := tc.ways
+		decay := time.Duration(0)
+		if tc.retain != 0 {
+			decay = -1
+		}
 		rep, err := invariants.Soak(invariants.SoakConfig{
 			Goroutines: 8,
 			Duration:   1200 * time.Millisecond,
@@ -43,6 +51,8 @@ func TestStressOracle(t *testing.T) {
 			Ways:       ways,
 			Debug:      tc.debug,
 			Guard:      tc.guard,
+			Retain:     tc.retain,
+			Decay:      decay,
 			CheckEvery: 25 * time.Millisecond,
 			FlushEvery: 3,
 			Seed:       uint64(time.Now().UnixNano()),
@@ -50,8 +60,8 @@ func TestStressOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("ways %d debug %v guard %+v: %d ops, %d remote frees, %d bad and stale frees, %d Allocator calls, %d OOM, %d reopens, %d checks, hit rate %.3f",
-			ways, tc.debug, tc.guard, rep.Ops, rep.RemoteFrees, rep.BadFrees, rep.FrontCalls, rep.OOMs, rep.Reopens, rep.Checks, rep.HitRate())
+		t.Logf("ways %d debug %v guard %+v retain %d: %d ops, %d remote frees, %d bad and stale frees, %d Allocator calls, %d OOM, %d reopens, %d checks, hit rate %.3f",
+			ways, tc.debug, tc.guard, tc.retain, rep.Ops, rep.RemoteFrees, rep.BadFrees, rep.FrontCalls, rep.OOMs, rep.Reopens, rep.Checks, rep.HitRate())
 		for _, v := range rep.Violations {
 			t.Errorf("%s: %s (seed %d, at %v)", v.Rule, v.Detail, v.Seed, v.At)
 		}

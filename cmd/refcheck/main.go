@@ -8,6 +8,7 @@
 //	go run ./cmd/refcheck                       # 30 s, 4×GOMAXPROCS goroutines
 //	go run ./cmd/refcheck -duration 10m -seed 42 -reserve 64MiB
 //	go run ./cmd/refcheck -guard 10                 # guard mode, 1 small allocation in 10 guarded
+//	go run ./cmd/refcheck -retain 128KiB            # the pool returns memory at every release past 128 KiB
 package main
 
 import (
@@ -32,6 +33,7 @@ func main() {
 	every := flag.Duration("check-every", 100*time.Millisecond, "time between invariant checks")
 	debug := flag.Bool("debug", false, "debug mode: freed memory poisoned, writes after free reported (none is made)")
 	guard := flag.Int("guard", 0, "guard mode, sampling one small allocation in this many (0: off; -1: large objects only)")
+	retain := flag.String("retain", "", "Options.Retain, e.g. 128KiB (empty: impl's default; -1: keep none); the pool returns what it holds past it at every release")
 	flag.Parse()
 
 	cfg := invariants.SoakConfig{
@@ -52,6 +54,17 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.Reserve = n
+	}
+	if *retain != "" {
+		n := -1
+		if *retain != "-1" {
+			var err error
+			if n, err = parseSize(*retain); err != nil {
+				fmt.Fprintln(os.Stderr, "refcheck: -retain:", err)
+				os.Exit(2)
+			}
+		}
+		cfg.Retain, cfg.Decay = n, -1
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
