@@ -75,11 +75,7 @@ func TestPanickingReportKeepsAllocation(t *testing.T) {
 	for _, b := range objs[1:] {
 		must(t, c.Free(b))
 	}
-	must(t, c.Close())
-	must(t, d.Close())
-	if err := a.Close(); err != nil {
-		t.Errorf("Close after every object the program got was freed: %v", err)
-	}
+	closeClean(t, a, c, d)
 }
 
 // TestPanickingReportKeepsFrontAllocation (CONSERVE, FREE-DOUBLE): as
@@ -108,11 +104,8 @@ func TestPanickingReportKeepsFrontAllocation(t *testing.T) {
 	for _, b := range objs[1:] {
 		must(t, a.Free(b))
 	}
-	must(t, d.Close())
 	a.Flush()
-	if err := a.Close(); err != nil {
-		t.Errorf("Close after every object the program got was freed: %v", err)
-	}
+	closeClean(t, a, d)
 }
 
 // TestPanickingReportInReallocsAlloc (CONSERVE): a moving Realloc on a Cache
@@ -139,11 +132,7 @@ func TestPanickingReportInReallocsAlloc(t *testing.T) {
 	for _, o := range append(objs[1:], b) {
 		must(t, c.Free(o))
 	}
-	must(t, c.Close())
-	must(t, d.Close())
-	if err := a.Close(); err != nil {
-		t.Errorf("Close after every object the program got was freed: %v", err)
-	}
+	closeClean(t, a, c, d)
 }
 
 // TestPanickingReportInReallocsLargeAlloc (CONSERVE, FREE-DOUBLE,
@@ -166,10 +155,7 @@ func TestPanickingReportInReallocsLargeAlloc(t *testing.T) {
 		t.Errorf("after the panic: %d large objects live, want 0 (the new object leaked, reserved)", st.Large.LiveObjects)
 	}
 	must(t, c.Free(b))
-	must(t, c.Close())
-	if err := a.Close(); err != nil {
-		t.Errorf("Close after every object the program got was freed: %v", err)
-	}
+	closeClean(t, a, c)
 }
 
 // TestPanickingReportInDebugFreeKeepsNoEntry (DEBUG-POISON): in debug mode a
@@ -522,5 +508,17 @@ func TestCloseDeliversQueuedReports(t *testing.T) {
 	must(t, a.Close())
 	if len(got) != 3 {
 		t.Errorf("OnError called %d times, want 3 (each double free once)", len(got))
+	}
+}
+
+// closeClean closes caches, then a, which must find nothing live: every
+// object the program got was freed.
+func closeClean(t *testing.T, a *impl.Allocator, caches ...*impl.Cache) {
+	t.Helper()
+	for _, c := range caches {
+		must(t, c.Close())
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("Close after every object the program got was freed: %v", err)
 	}
 }
