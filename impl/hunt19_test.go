@@ -6,7 +6,10 @@ package impl_test
 // queue of alloc.go. Each names its rule and the slip it kills.
 
 import (
+	"errors"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -150,4 +153,128 @@ func TestHeapGuardPoolsPoisonThroughout(t *testing.T) {
 		t.Fatalf("no write after free was made: reports %v", reports)
 	}
 	must(t, c.Free(big))
+}
+
+// TestFrontTakesAnyFreeShard (FRONT-EXCLUSIVE, the shards: a caller whose home
+// shard is busy takes the first free one after it; "only when every shard is
+// busy does a caller wait"): with every per-P cache's token held, every
+// bucket's home at shard 0 and every shard but shard 2 locked, an Alloc and a
+// Free of the Allocator's own methods pass over shards 0 and 1 and are served
+// by shard 2 at once. Four shards or more: GOMAXPROCS 4 at New. Slip:
+// front.lock's scan does not advance past the shard after the home (its i++
+// dropped), and spins on shard 1, locked, while shard 2 is free
+// (shardscanstuck): the call never returns, and the test fails after 10 s.
+func TestFrontTakesAnyFreeShard(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	n, undo := impl.HoldFrontBut(a, 0, 2)
+	if n < 3 {
+		undo()
+		t.Fatalf("setup: %d shards, want at least 3", n)
+	}
+	done := make(chan error, 1)
+	go func() {
+		b, err := a.Alloc(64)
+		if err == nil {
+			err = a.Free(b)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		undo()
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		undo() // the stuck call takes shard 1 and returns
+		<-done
+		t.Fatal("an Alloc (or Free) whose home shard and the next were busy did not take the free shard after them: it waited 10 s")
+	}
+}
+
+// TestFrontCallsDeliverTheirReports (DEBUG-POISON, FREE-DOUBLE: a bad free
+// found late, or a write after free, is reported to OnError "once the call
+// that found it has done its work"): when an Alloc, a Free or a Realloc of the
+// Allocator's own methods finds a write after free, OnError has heard of it
+// by the time the call returns, not at some later call. Alloc and Realloc:
+// debug mode, a large object written after its free, and the call's large
+// allocation reuses its run. Free: guard mode under the Go-heap backend with
+// a quarantine of one object, a guarded object written after its free, and
+// the free of the next pushes it out of the quarantine, where its poison is
+// verified. Slips: allocSlow, freeSlow or Realloc does not deliver the
+// reports queued during the call (allocnodeliver, freenodeliver,
+// reallocnodeliver): they wait for the next Flush.
+func TestFrontCallsDeliverTheirReports(t *testing.T) {
+	debugLarge := func(t *testing.T) (*impl.Allocator, *[]error, []byte) {
+		var reports []error
+		a := newDebugReporting(t, &reports)
+		big := allocN(t, a, 100_000)
+		must(t, a.Free(big))
+		big[:cap(big)][5] = 1 // after free
+		return a, &reports, big
+	}
+	t.Run("Alloc", func(t *testing.T) {
+		a, reports, big := debugLarge(t)
+		again := allocN(t, a, 100_000)
+		if addrOf(again) != addrOf(big) || len(*reports) != 1 {
+			t.Fatalf("an Alloc on the run of a large object written after its free (%#x, was %#x) returned with %d reports, want 1",
+				addrOf(again), addrOf(big), len(*reports))
+		}
+		must(t, a.Free(again))
+	})
+	t.Run("Realloc", func(t *testing.T) {
+		var reports []error
+		a := newDebugReporting(t, &reports)
+		s := allocN(t, a, 64)
+		big := allocN(t, a, 100_000)
+		must(t, a.Free(big))
+		big[:cap(big)][5] = 1 // after free
+		r, err := a.Realloc(s, 100_000)
+		must(t, err)
+		if addrOf(r) != addrOf(big) || len(reports) != 1 {
+			t.Fatalf("a Realloc onto the run of a large object written after its free (%#x, was %#x) returned with %d reports, want 1",
+				addrOf(r), addrOf(big), len(reports))
+		}
+		must(t, a.Free(r))
+	})
+	t.Run("Free", func(t *testing.T) {
+		var reports []error
+		a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, HeapBackend: true,
+			OnError: func(err error) { reports = append(reports, err) },
+			Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
+		must(t, err)
+		defer a.Close()
+		x := allocN(t, a, 64)
+		must(t, a.Free(x))
+		x[:cap(x)][5] = 1 // after free, in quarantine (poisoned, not protected)
+		y := allocN(t, a, 64)
+		if len(reports) != 0 {
+			t.Fatalf("setup: reports before x leaves the quarantine: %v", reports)
+		}
+		must(t, a.Free(y)) // pushes x out of the quarantine: its poison verified
+		if len(reports) != 1 {
+			t.Fatalf("a Free that pushed an object written after its free out of the quarantine returned with %d reports, want 1", len(reports))
+		}
+	})
+}
+
+// TestHeapGuardReportsUniformOverwrite (GUARD-FAULT where memory cannot be
+// protected: a write after free of a quarantined object is reported as it
+// leaves the quarantine; DEBUG-POISON's report): a freed guarded object
+// overwritten whole with one byte value (cleared to zeros, the commonest
+// write after free) is reported like any other. Slip: notPoison's fast
+// test of "all poison" compares the first byte with != for ==, so that a
+// uniform run of any other byte passes as poison (notpoisonuniform).
+func TestHeapGuardReportsUniformOverwrite(t *testing.T) {
+	var reports []error
+	_, c := heapQuarantineOfOne(t, false, &reports)
+	x := allocN(t, c, 64)
+	must(t, c.Free(x))
+	clear(x[:cap(x)])                 // after free: the whole object
+	must(t, c.Free(allocN(t, c, 64))) // pushes x out of the quarantine: its poison verified
+	var waf *impl.WriteAfterFreeError
+	if len(reports) != 1 || !errors.As(reports[0], &waf) || waf.Addr != addrOf(x) || waf.Offset != 0 {
+		t.Fatalf("a quarantined object cleared after its free: reports %v, want a write after free at byte 0 of %#x", reports, addrOf(x))
+	}
 }
