@@ -156,40 +156,46 @@ func TestHeapGuardPoolsPoisonThroughout(t *testing.T) {
 }
 
 // TestFrontTakesAnyFreeShard (FRONT-EXCLUSIVE, the shards: a caller whose home
-// shard is busy takes the first free one after it; "only when every shard is
-// busy does a caller wait"): with every per-P cache's token held, every
-// bucket's home at shard 0 and every shard but shard 2 locked, an Alloc and a
-// Free of the Allocator's own methods pass over shards 0 and 1 and are served
-// by shard 2 at once. Four shards or more: GOMAXPROCS 4 at New. Slip:
-// front.lock's scan does not advance past the shard after the home (its i++
-// dropped), and spins on shard 1, locked, while shard 2 is free
-// (shardscanstuck): the call never returns, and the test fails after 10 s.
+// shard is busy takes the first free one after it, round to the one before
+// its home; "only when every shard is busy does a caller wait"): with every
+// per-P cache's token held, every bucket's home at shard 0 and every shard
+// locked but one, an Alloc and a Free of the Allocator's own methods pass
+// over the busy ones and are served by the free one at once: shard 2 (past
+// shard 1, busy), and the last shard (the scan's last). Four shards or more:
+// GOMAXPROCS 4 at New. Slips: front.lock's scan does not advance past the
+// shard after the home (its i++ dropped: shardscanstuck) and spins on shard
+// 1 while shard 2 is free; the scan stops one short (< for <=:
+// shardscanshort), never tries the last shard, and waits for the home. The
+// call never returns, and the test fails after 10 s.
 func TestFrontTakesAnyFreeShard(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
-	n, undo := impl.HoldFrontBut(a, 0, 2)
-	if n < 3 {
-		undo()
-		t.Fatalf("setup: %d shards, want at least 3", n)
+	n, undo := impl.HoldFrontBut(a, 0, 0)
+	undo()
+	if n < 4 {
+		t.Fatalf("setup: %d shards, want at least 4", n)
 	}
-	done := make(chan error, 1)
-	go func() {
-		b, err := a.Alloc(64)
-		if err == nil {
-			err = a.Free(b)
+	for _, free := range []int{2, n - 1} {
+		_, undo := impl.HoldFrontBut(a, 0, free)
+		done := make(chan error, 1)
+		go func() {
+			b, err := a.Alloc(64)
+			if err == nil {
+				err = a.Free(b)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			undo()
+			must(t, err)
+		case <-time.After(10 * time.Second):
+			undo() // the stuck call takes its shard and returns
+			<-done
+			t.Fatalf("shard %d free, every other busy, home shard 0: an Alloc (or Free) did not take the free shard, and waited 10 s", free)
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		undo()
-		must(t, err)
-	case <-time.After(10 * time.Second):
-		undo() // the stuck call takes shard 1 and returns
-		<-done
-		t.Fatal("an Alloc (or Free) whose home shard and the next were busy did not take the free shard after them: it waited 10 s")
 	}
 }
 
@@ -276,5 +282,46 @@ func TestHeapGuardReportsUniformOverwrite(t *testing.T) {
 	var waf *impl.WriteAfterFreeError
 	if len(reports) != 1 || !errors.As(reports[0], &waf) || waf.Addr != addrOf(x) || waf.Offset != 0 {
 		t.Fatalf("a quarantined object cleared after its free: reports %v, want a write after free at byte 0 of %#x", reports, addrOf(x))
+	}
+}
+
+// TestFrontDeliversAfterGivingUpItsCache (FRONT-EXCLUSIVE, DEBUG-POISON: a
+// report is given to OnError once the call that found it has done its work,
+// with no lock held and the front's caches given up): an OnError that calls
+// Allocator.Flush, which takes every internal cache, returns, also when the
+// report was found inside an Alloc of the Allocator's own methods (a large
+// allocation on the run of an object written after its free). Slip:
+// Cache.deliver delivers on a front cache too (frontdeliversheld), inside the
+// call, with the P's token or the shard's lock held: the Flush in OnError
+// waits for it forever, and the test fails after 10 s.
+func TestFrontDeliversAfterGivingUpItsCache(t *testing.T) {
+	var a *impl.Allocator
+	var reports []error
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: true,
+		OnError: func(err error) {
+			a.Flush()
+			reports = append(reports, err)
+		}})
+	must(t, err)
+	big := allocN(t, a, 100_000)
+	must(t, a.Free(big))
+	big[:cap(big)][5] = 1 // after free
+	done := make(chan []byte, 1)
+	go func() {
+		b, err := a.Alloc(100_000)
+		if err != nil {
+			b = nil
+		}
+		done <- b
+	}()
+	select {
+	case b := <-done:
+		if b == nil || len(reports) != 1 {
+			t.Fatalf("Alloc on the run of an object written after its free: %d bytes, %d reports; want the object and 1", len(b), len(reports))
+		}
+		must(t, a.Free(b))
+		must(t, a.Close())
+	case <-time.After(10 * time.Second):
+		t.Fatal("an OnError that calls Allocator.Flush, given a report found by an Alloc of the Allocator's own methods, did not return in 10 s")
 	}
 }
