@@ -238,6 +238,18 @@ const (
 	FlushClosed          = false
 	UnlinkKeepsLinks     = false
 	MissAddr             = false
+	GuardFirstSoon       = false
+	ExplainClosed        = false
+	WAFRetired           = false
+	DeliverDrops         = false
+	QuarPoisonUsable     = false
+	ShardScanStuck       = false
+	AllocNoDeliver       = false
+	FreeNoDeliver        = false
+	ReallocNoDeliver     = false
+	NotPoisonUniform     = false
+	ShardScanShort       = false
+	FrontDeliversHeld    = false
 )
 
 func Drop() bool { return false }
