@@ -439,7 +439,7 @@ func (a *Allocator) deliver() {
 		}
 		err := r.errs[0]
 		r.errs = r.errs[1:]
-		if len(r.errs) == 0 {
+		if len(r.errs) == 0 || mutant.DeliverDrops {
 			r.errs = nil
 		}
 		r.n.Store(int32(len(r.errs)))
@@ -452,7 +452,7 @@ func (a *Allocator) deliver() {
 // cache's calls run under the front's token or lock: the front delivers after
 // giving the cache up (Allocator.allocSlow, freeSlow, Flush, Realloc).
 func (c *Cache) deliver() {
-	if !c.front {
+	if !c.front || mutant.FrontDeliversHeld {
 		c.a.deliver()
 	}
 }

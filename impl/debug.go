@@ -138,7 +138,7 @@ func (c *Cache) handOutDebug(n, k int) []byte {
 func (a *Allocator) verifyPoison(c *Cache, s []byte, k int, site uint32) {
 	for off, x := range s {
 		if x != Poison {
-			if c != nil {
+			if c != nil && !mutant.WAFRetired {
 				c.ev.waf.Add(1)
 			} else {
 				a.retiredWAF()
@@ -221,7 +221,7 @@ func notPoison(b []byte) int {
 	if mutant.NotPoisonLast {
 		m--
 	}
-	if len(b) == 0 || b[0] == Poison && bytes.Equal(b[1:m], b[:m-1]) {
+	if len(b) == 0 || (b[0] == Poison) != mutant.NotPoisonUniform && bytes.Equal(b[1:m], b[:m-1]) {
 		return -1
 	}
 	return slices.IndexFunc(b, func(x byte) bool { return x != Poison })

@@ -120,3 +120,34 @@ func StaleFreeWord(c *Cache, i int) bool {
 	e.free = &slices.Clone(e.sb.free)[0]
 	return true
 }
+
+// HoldFrontBut makes every call of a's own methods go to the front's shards,
+// starting from shard home, and finds them all busy but shard free: it takes
+// every per-P cache's token (as Flush does), sets every stack bucket's home
+// shard to home, and locks every shard but free. It returns the number of
+// shards and the function that undoes it (callable once, from any goroutine).
+func HoldFrontBut(a *Allocator, home, free int) (shards int, undo func()) {
+	f := &a.front
+	procs := f.procs.caches()
+	for _, c := range procs {
+		f.procs.hold(c)
+	}
+	for b := range f.home {
+		f.home[b].Store(uint32(home) & f.mask)
+	}
+	var held []*shard
+	for i := range f.shards {
+		if uint32(i) != uint32(free)&f.mask {
+			f.shards[i].mu.Lock()
+			held = append(held, &f.shards[i])
+		}
+	}
+	return len(f.shards), func() {
+		for _, s := range held {
+			s.mu.Unlock()
+		}
+		for _, c := range procs {
+			f.procs.release(c)
+		}
+	}
+}

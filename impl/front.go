@@ -108,10 +108,13 @@ func (f *front) lock() *shard {
 	if s := &f.shards[h&f.mask]; s.mu.TryLock() {
 		return s
 	}
-	for i := uint32(1); i <= f.mask; i++ {
+	for i := uint32(1); i <= f.mask-uint32(b2i(mutant.ShardScanShort)); i++ {
 		if s := &f.shards[(h+i)&f.mask]; s.mu.TryLock() {
 			f.home[b].Store((h + i) & f.mask)
 			return s
+		}
+		if mutant.ShardScanStuck {
+			i--
 		}
 	}
 	s := &f.shards[h&f.mask]
@@ -182,7 +185,9 @@ func (c *Cache) exit() {
 
 func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	b, err := a.allocAcquired(p, c, n, align)
-	a.deliverAlloc(b) // the cache given up
+	if !mutant.AllocNoDeliver {
+		a.deliverAlloc(b) // the cache given up
+	}
 	return b, err
 }
 
@@ -197,7 +202,9 @@ func (a *Allocator) allocAcquired(p int, c *Cache, n, align int) ([]byte, error)
 
 func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) error {
 	err := a.freeAcquired(p, c, off)
-	a.deliver() // the cache given up
+	if !mutant.FreeNoDeliver {
+		a.deliver() // the cache given up
+	}
 	return err
 }
 
@@ -214,9 +221,11 @@ func (a *Allocator) freeAcquired(p int, c *Cache, off uintptr) (err error) {
 // Realloc is Cache.Realloc, safe for concurrent use.
 func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := a.reallocAcquired(b, n)
-	if moved(r, b) { // the cache given up
+	switch { // the cache given up
+	case mutant.ReallocNoDeliver:
+	case moved(r, b):
 		a.deliverAlloc(r)
-	} else {
+	default:
 		a.deliver()
 	}
 	return r, err

@@ -201,6 +201,9 @@ func (c *Cache) initSampling() {
 	c.guardRng = uint64(c.id)*0x9e3779b97f4a7c15 | 1
 	for k := range c.guardLeft {
 		c.guardLeft[k] = c.guardInterval() - 1
+		if mutant.GuardFirstSoon {
+			c.guardLeft[k] = -c.guardLeft[k]
+		}
 	}
 }
 
@@ -479,7 +482,7 @@ func (a *Allocator) endRun(head *superblock, m uint32, state, mark uint8) {
 // in debug mode all of them (DEBUG-POISON: a dirty pooled superblock holds
 // poison throughout).
 func (a *Allocator) poisoned(n uintptr, usable int) uintptr {
-	if a.debug {
+	if a.debug && !mutant.QuarPoisonUsable {
 		return n
 	}
 	return min(n, uintptr(usable))
@@ -584,7 +587,7 @@ func (a *Allocator) Explain(recovered any) (*UseAfterFreeError, bool) {
 // superblocks hold addr, while it is in quarantine (or among the last objects
 // released from it).
 func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
-	if !a.guard.on || addr-a.base >= a.size || a.closed.Load() {
+	if !a.guard.on || addr-a.base >= a.size || a.closed.Load() && !mutant.ExplainClosed {
 		return nil, false
 	}
 	i := uint32((addr - a.base) >> spec.SuperblockShift)

@@ -242,6 +242,18 @@ const (
 	UnlinkKeepsLinks     = false
 	MissAddr             = false
 	GuardProtectsOn      = false
+	GuardFirstSoon       = false
+	ExplainClosed        = false
+	WAFRetired           = false
+	DeliverDrops         = false
+	QuarPoisonUsable     = false
+	ShardScanStuck       = false
+	AllocNoDeliver       = false
+	FreeNoDeliver        = false
+	ReallocNoDeliver     = false
+	NotPoisonUniform     = false
+	ShardScanShort       = false
+	FrontDeliversHeld    = false
 )
 
 func Drop() bool { return false }

@@ -259,6 +259,18 @@ var (
 	UnlinkKeepsLinks     = on("unlinkkeepslinks")
 	MissAddr             = on("missaddr")
 	GuardProtectsOn      = on("guardprotectson")
+	GuardFirstSoon       = on("guardfirstsoon")
+	ExplainClosed        = on("explainclosed")
+	WAFRetired           = on("wafretired")
+	DeliverDrops         = on("deliverdrops")
+	QuarPoisonUsable     = on("quarpoisonusable")
+	ShardScanStuck       = on("shardscanstuck")
+	AllocNoDeliver       = on("allocnodeliver")
+	FreeNoDeliver        = on("freenodeliver")
+	ReallocNoDeliver     = on("reallocnodeliver")
+	NotPoisonUniform     = on("notpoisonuniform")
+	ShardScanShort       = on("shardscanshort")
+	FrontDeliversHeld    = on("frontdeliversheld")
 )
 
 var remoteFrees atomic.Uint64
