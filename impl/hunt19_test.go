@@ -166,7 +166,7 @@ func TestHeapGuardPoolsPoisonThroughout(t *testing.T) {
 // shard after the home (its i++ dropped: shardscanstuck) and spins on shard
 // 1 while shard 2 is free; the scan stops one short (< for <=:
 // shardscanshort), never tries the last shard, and waits for the home. The
-// call never returns, and the test fails after 10 s.
+// call never returns, and the test fails after 3 s.
 func TestFrontTakesAnyFreeShard(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
@@ -191,10 +191,10 @@ func TestFrontTakesAnyFreeShard(t *testing.T) {
 		case err := <-done:
 			undo()
 			must(t, err)
-		case <-time.After(10 * time.Second):
+		case <-time.After(3 * time.Second):
 			undo() // the stuck call takes its shard and returns
 			<-done
-			t.Fatalf("shard %d free, every other busy, home shard 0: an Alloc (or Free) did not take the free shard, and waited 10 s", free)
+			t.Fatalf("shard %d free, every other busy, home shard 0: an Alloc (or Free) did not take the free shard, and waited 3 s", free)
 		}
 	}
 }
@@ -293,7 +293,7 @@ func TestHeapGuardReportsUniformOverwrite(t *testing.T) {
 // allocation on the run of an object written after its free). Slip:
 // Cache.deliver delivers on a front cache too (frontdeliversheld), inside the
 // call, with the P's token or the shard's lock held: the Flush in OnError
-// waits for it forever, and the test fails after 10 s.
+// waits for it forever, and the test fails after 3 s.
 func TestFrontDeliversAfterGivingUpItsCache(t *testing.T) {
 	var a *impl.Allocator
 	var reports []error
@@ -321,7 +321,7 @@ func TestFrontDeliversAfterGivingUpItsCache(t *testing.T) {
 		}
 		must(t, a.Free(b))
 		must(t, a.Close())
-	case <-time.After(10 * time.Second):
-		t.Fatal("an OnError that calls Allocator.Flush, given a report found by an Alloc of the Allocator's own methods, did not return in 10 s")
+	case <-time.After(3 * time.Second):
+		t.Fatal("an OnError that calls Allocator.Flush, given a report found by an Alloc of the Allocator's own methods, did not return in 3 s")
 	}
 }
