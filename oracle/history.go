@@ -238,7 +238,9 @@ func describe(calls []Call) string {
 // settles it (Settle).
 func (m *Model) Forget(addr uintptr) (Object, bool) {
 	o, ok := m.live[addr]
-	delete(m.live, addr)
+	if !mutant.ForgetKeeps {
+		delete(m.live, addr)
+	}
 	return o, ok
 }
 

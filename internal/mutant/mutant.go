@@ -253,4 +253,9 @@ var All = []Mutant{
 	{"flushclosed", "STATS-EXACT", "Cache.Flush", "Flush tests only the Allocator's closed flag, not the cache's: a closed cache's Flush drains the orphans' stack and publishes what it collects to a cache already retired, so Stats never counts those frees"},
 	{"unlinkkeepslinks", "LIFECYCLE", "Cache.Free", "unlink leaves a superblock's prev and next as they were: one moved from the middle of the full list to the partial list still points back, and its next unlink cuts its old list and leaves it at the partial list's head"},
 	{"missaddr", "FREE-INVALID", "Cache.Free", "a miss refused by the header lookup names base-off, not the address freed, in its FreeError"},
+	{"cachezero", "REFINES", "oracle.Model.Alloc", "the model takes cache 0 for the Allocator's own methods (id <= 0), usable without being opened and after it is closed"},
+	{"maxallocedge", "REFINES", "oracle.Model.Alloc", "the model says ErrTooLarge for an Alloc of exactly MaxAlloc bytes, the largest request ever accepted"},
+	{"reallocmaxedge", "REFINES", "oracle.Model.ReallocRefusal", "the model says ErrTooLarge for a Realloc to exactly MaxAlloc bytes"},
+	{"cachesunsorted", "REFINES", "oracle.Model.OpenCaches", "OpenCaches returns the open caches in map order, not sorted: a fuzzer's replay picks other caches"},
+	{"forgetkeeps", "REFINES", "oracle.Model.Forget", "Forget returns the object but leaves it live in the model"},
 }

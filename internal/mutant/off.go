@@ -238,6 +238,11 @@ const (
 	FlushClosed          = false
 	UnlinkKeepsLinks     = false
 	MissAddr             = false
+	CacheZero            = false
+	MaxAllocEdge         = false
+	ReallocMaxEdge       = false
+	CachesUnsorted       = false
+	ForgetKeeps          = false
 )
 
 func Drop() bool { return false }

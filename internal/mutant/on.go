@@ -255,6 +255,11 @@ var (
 	FlushClosed          = on("flushclosed")
 	UnlinkKeepsLinks     = on("unlinkkeepslinks")
 	MissAddr             = on("missaddr")
+	CacheZero            = on("cachezero")
+	MaxAllocEdge         = on("maxallocedge")
+	ReallocMaxEdge       = on("reallocmaxedge")
+	CachesUnsorted       = on("cachesunsorted")
+	ForgetKeeps          = on("forgetkeeps")
 )
 
 var remoteFrees atomic.Uint64
