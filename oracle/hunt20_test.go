@@ -119,3 +119,32 @@ func TestModelForgetTakesOut(t *testing.T) {
 		t.Errorf("after Restore: %+v, %v", got, ok)
 	}
 }
+
+// FREE-INVALID, REFINES: a free on a closed cache (or Allocator) is ErrClosed
+// whatever the pointer, so one inside an object live all along that returned
+// ErrClosed is right, and leaves the address as it was; InvalidPointer is
+// right too, and anything else is FREE-INVALID.
+// Bug (found by hunt20): JudgeAddress required ErrInvalidPointer of every
+// free inside a live object, ErrClosed included.
+func TestJudgeAddressInteriorClosed(t *testing.T) {
+	inside := func(got oracle.Kind) []oracle.Call {
+		return []oracle.Call{{Kind: oracle.CallFree, Begin: 1, End: 2, Got: got, Interior: true}}
+	}
+	for _, tc := range []struct {
+		got  oracle.Kind
+		rule string
+	}{
+		{oracle.Closed, ""},
+		{oracle.InvalidPointer, ""},
+		{oracle.DoubleFree, spec.RuleFreeInvalid},
+		{oracle.OK, spec.RuleFreeInvalid},
+	} {
+		outs, v := oracle.JudgeAddress(false, inside(tc.got))
+		switch {
+		case tc.rule == "" && (v != nil || !slices.Equal(lives(outs), []int{oracle.LiveNone})):
+			t.Errorf("a free inside a live object returned %v: %v, %v; want nothing live, no violation", tc.got, lives(outs), v)
+		case tc.rule != "" && (v == nil || v.Rule != tc.rule):
+			t.Errorf("a free inside a live object returned %v: %v; want a %s violation", tc.got, v, tc.rule)
+		}
+	}
+}
