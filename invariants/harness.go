@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -180,7 +181,7 @@ func (h *Harness) Alloc(id, n, align int) error {
 // later check compares its bytes with the fill), then checks the step.
 func (h *Harness) hold(b []byte) error {
 	h.fill++
-	if h.fill == 0 {
+	if h.fill == 0 || mutant.FillSame {
 		h.fill = 1
 	}
 	full := b[:cap(b)]

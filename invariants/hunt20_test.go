@@ -1,12 +1,114 @@
 package invariants_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
 	"github.com/refalloc/refalloc/spec"
 )
+
+// Tests from hunt20's mechanical mutant sweep of the checks: each feeds a
+// check the edge of its rule, and requires that check's own report (or its
+// silence), not just its rule.
+
+// silent requires that no violation of rule says detail.
+func silent(t *testing.T, rule, detail string, vs []*invariants.Violation) {
+	t.Helper()
+	for _, v := range vs {
+		if v.Rule == rule && strings.Contains(v.Detail, detail) {
+			t.Fatalf("%s violation %q at the edge the rule allows", rule, v.Detail)
+		}
+	}
+}
+
+// TestStatsLeadHeldBound (STATS-LEAD): a cache may hold up to a superblock's
+// worth of a class, and no more. In a superblock of class 4096 (16 objects),
+// a held group of exactly 16 objects is not "more than a superblock's" (the
+// other checks see what else the forged group breaks); 17 is.
+// Slip: the bound is checked with >=, so a cache holding a whole superblock's
+// worth is flagged.
+func TestStatsLeadHeldBound(t *testing.T) {
+	h, c := setup(t)
+	k := recycled(t, h, c)
+	if spec.ClassObjects(k) != 16 {
+		t.Fatalf("class %d has %d objects, want 16", k, spec.ClassObjects(k))
+	}
+	const more = "more than a superblock's"
+	s := clean(t, h)
+	cacheOf(t, s, c).Held[0].Bits = 1<<16 - 1
+	silent(t, spec.RuleStatsLead, more, invariants.Check(s, h.M))
+	s = clean(t, h)
+	cacheOf(t, s, c).Held[0].Bits = 1<<17 - 1
+	fires(t, spec.RuleStatsLead, "holds 17 objects of class", invariants.Check(s, h.M))
+}
+
+// TestHarnessFillsTellObjectsApart (INTEGRITY): the harness fills each object
+// it hands out with a byte of its own, never 0 (a zeroed object must not pass
+// for a filled one), cycling through the 255 others, so an object that holds
+// another's bytes is caught. Here 300 objects of 8 bytes (the fill wraps) all
+// have a nonzero fill different from the one before, and an object whose bytes
+// are overwritten with its neighbour's fails its free's check.
+// Slip: hold's wrap test is inverted (h.fill != 0), so every object is filled
+// with 1 and a copy of another object's bytes goes unseen.
+func TestHarnessFillsTellObjectsApart(t *testing.T) {
+	h, c := setup(t)
+	var prev byte
+	var objs []uintptr
+	for i := range 300 {
+		must(t, h.Alloc(c, 8, 1))
+		objs = append(objs, h.LastAddr)
+		x := h.Object(h.LastAddr)[0]
+		if x == 0 || x == prev {
+			t.Fatalf("object %d filled with %#x, the one before with %#x", i, x, prev)
+		}
+		prev = x
+	}
+	a, b := h.Object(objs[0]), h.Object(objs[1])
+	copy(a[:cap(a)], b[:cap(b)])
+	var v *invariants.Violation
+	if err := h.Free(c, objs[0]); !errors.As(err, &v) || v.Rule != spec.RuleIntegrity {
+		t.Fatalf("free of an object holding its neighbour's bytes: %v, want an %s violation", err, spec.RuleIntegrity)
+	}
+}
+
+// TestSharedStaleFreeInsideLiveObject (FREE-INVALID): a stale free of an
+// address inside an object the driver holds, live from before the call to
+// after it, may only be refused as ErrInvalidPointer. Here the allocator is
+// made to disagree behind Shared's back: the driver's 2-superblock object is
+// freed directly and two 1-superblock objects take its place, so the address
+// of its second superblock is an object's start to the allocator, whose free
+// succeeds. Settle must name that free as one inside a live object.
+// Slip: StaleFree marks a free as inside a live object only when the object
+// starts at the address freed (o.Addr == x), which is never.
+func TestSharedStaleFreeInsideLiveObject(t *testing.T) {
+	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer sh.Close()
+	o, ok := sh.Alloc(nil, invariants.Front, 100_000, 1, 0x11) // 25 pages: 2 superblocks
+	if !ok {
+		t.Fatal("Alloc failed")
+	}
+	x := addrOf(o.B)
+	must(t, sh.A.Free(o.B)) // behind Shared's back
+	p, err := sh.A.Alloc(40_000)
+	must(t, err)
+	q, err := sh.A.Alloc(40_000)
+	must(t, err)
+	if addrOf(p) != x || addrOf(q) != x+spec.SuperblockSize {
+		t.Fatalf("the 1-superblock objects are at %#x and %#x, want %#x and %#x", addrOf(p), addrOf(q), x, x+spec.SuperblockSize)
+	}
+	sh.StaleFree(nil, invariants.Front, q) // succeeds: q is the allocator's object
+	sh.Settle()
+	for _, v := range sh.Violations() {
+		if v.Rule == spec.RuleFreeInvalid && strings.Contains(v.Detail, "a free inside a live object returned ok") {
+			return
+		}
+	}
+	t.Fatalf("a free inside the live object %#x that succeeded is not reported; got %v", x, sh.Violations())
+}
 
 // TestSharedInteriorFreeOnClosedCache (FREE-INVALID, REFINES): a closed cache
 // answers every free with ErrClosed before it looks at the pointer, so a stale

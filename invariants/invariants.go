@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -343,7 +344,7 @@ func statsLead(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violatio
 	for _, c := range s.Caches {
 		for _, h := range c.Held {
 			n := bits.OnesCount32(h.Bits)
-			if n > spec.ClassObjects(h.Class) {
+			if n > spec.ClassObjects(h.Class) || mutant.HeldBound && n == spec.ClassObjects(h.Class) {
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds %d objects of class %d, more than a superblock's %d", c.ID, n, h.Class, spec.ClassObjects(h.Class)))
 			}
 			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class {

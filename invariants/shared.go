@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -492,7 +493,7 @@ func (s *Shared) StaleFree(c *impl.Cache, id int, b []byte) {
 	begin := s.tick()
 	j := s.judgeLater(x)
 	call := j.add(oracle.Call{Kind: oracle.CallFree, Begin: begin, Who: who(id)}, oracle.Object{}, SharedObj{})
-	if o, ok := s.M.Containing(x); ok && o.Addr != x {
+	if o, ok := s.M.Containing(x); ok && o.Addr != x && !mutant.InteriorNever {
 		if held, ok := s.live[o.Addr]; ok {
 			j.covering[call] = &held
 		}

@@ -258,4 +258,7 @@ var All = []Mutant{
 	{"reallocmaxedge", "REFINES", "oracle.Model.ReallocRefusal", "the model says ErrTooLarge for a Realloc to exactly MaxAlloc bytes"},
 	{"cachesunsorted", "REFINES", "oracle.Model.OpenCaches", "OpenCaches returns the open caches in map order, not sorted: a fuzzer's replay picks other caches"},
 	{"forgetkeeps", "REFINES", "oracle.Model.Forget", "Forget returns the object but leaves it live in the model"},
+	{"heldbound", "STATS-LEAD", "invariants.Check", "the check that no cache holds more than a superblock's worth of a class flags one holding exactly that"},
+	{"fillsame", "INTEGRITY", "invariants.Harness", "the harness fills every object it hands out with the same byte, so an object holding another's bytes passes its INTEGRITY check"},
+	{"interiornever", "FREE-INVALID", "invariants.Shared.StaleFree", "a stale free inside an object the driver holds is not marked as inside a live object, so a success or a double-free refusal of it is accepted"},
 }

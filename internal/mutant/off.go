@@ -243,6 +243,9 @@ const (
 	ReallocMaxEdge       = false
 	CachesUnsorted       = false
 	ForgetKeeps          = false
+	HeldBound            = false
+	FillSame             = false
+	InteriorNever        = false
 )
 
 func Drop() bool { return false }

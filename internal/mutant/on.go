@@ -260,6 +260,9 @@ var (
 	ReallocMaxEdge       = on("reallocmaxedge")
 	CachesUnsorted       = on("cachesunsorted")
 	ForgetKeeps          = on("forgetkeeps")
+	HeldBound            = on("heldbound")
+	FillSame             = on("fillsame")
+	InteriorNever        = on("interiornever")
 )
 
 var remoteFrees atomic.Uint64
