@@ -641,7 +641,7 @@ func (h *Harness) CloseAllocator() error {
 		}
 	} else {
 		got = Kind(err)
-		if err == nil {
+		if (err == nil) != mutant.CloseNilLeaks {
 			leaked = 0
 		}
 	}

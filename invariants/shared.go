@@ -473,7 +473,7 @@ func (s *Shared) reallocated(id, n int, r []byte, o SharedObj, fill byte, begin,
 // after them up to cap (ZEROED). Under mu.
 func (s *Shared) checkKept(r []byte, o SharedObj, n int) {
 	keep := min(len(o.B), n)
-	if !o.Mixed && !uniform(r[:keep], o.Fill) {
+	if (!o.Mixed || mutant.MixedKept) && !uniform(r[:keep], o.Fill) {
 		s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) = %#x did not keep the first %d bytes", addr(o.B), n, addr(r), keep))
 	}
 	if !uniform(r[keep:cap(r)], 0) {

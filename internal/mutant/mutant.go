@@ -261,4 +261,6 @@ var All = []Mutant{
 	{"heldbound", "STATS-LEAD", "invariants.Check", "the check that no cache holds more than a superblock's worth of a class flags one holding exactly that"},
 	{"fillsame", "INTEGRITY", "invariants.Harness", "the harness fills every object it hands out with the same byte, so an object holding another's bytes passes its INTEGRITY check"},
 	{"interiornever", "FREE-INVALID", "invariants.Shared.StaleFree", "a stale free inside an object the driver holds is not marked as inside a live object, so a success or a double-free refusal of it is accepted"},
+	{"closenilleaks", "EMPTY", "invariants.Harness.CloseAllocator", "the harness zeroes its count of leaked objects when Close fails instead of when it returns nil, so a Close that reports no leak while objects are live passes"},
+	{"mixedkept", "REFINES", "invariants.Shared.Realloc", "checkKept checks the kept bytes of a Mixed object (a Realloc that raced a stale free and may have copied another object's bytes) against its old fill: a false violation"},
 }

@@ -246,6 +246,8 @@ const (
 	HeldBound            = false
 	FillSame             = false
 	InteriorNever        = false
+	CloseNilLeaks        = false
+	MixedKept            = false
 )
 
 func Drop() bool { return false }

@@ -263,6 +263,8 @@ var (
 	HeldBound            = on("heldbound")
 	FillSame             = on("fillsame")
 	InteriorNever        = on("interiornever")
+	CloseNilLeaks        = on("closenilleaks")
+	MixedKept            = on("mixedkept")
 )
 
 var remoteFrees atomic.Uint64
