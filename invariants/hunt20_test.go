@@ -192,3 +192,80 @@ func TestSharedMovedReallocOfReusedAddress(t *testing.T) {
 	}
 	finish(t, sh, r, a, f)
 }
+
+// TestSharedBadFreeKinds (FREE-INVALID): Shared's BadFree makes the bad free
+// it names, whatever the goroutines do: kind 0 frees a Go heap slice, kind 1
+// another Allocator's object, each refused as ErrInvalidPointer and counted
+// by the model as one invalid free, and the allocator's Stats agree.
+// Slip: BadFree returns without freeing when the other Allocator's Alloc
+// succeeds (err == nil), so the soak never frees a foreign object.
+func TestSharedBadFreeKinds(t *testing.T) {
+	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	c, id, err := sh.OpenCache()
+	must(t, err)
+	for kind, want := range []uint64{1, 2} {
+		sh.BadFree(c, id, kind, 7)
+		if double, invalid := sh.M.BadFreeKinds(); double != 0 || invalid != want {
+			t.Fatalf("after BadFree kind %d: %d double, %d invalid frees; want 0 and %d", kind, double, invalid, want)
+		}
+	}
+	sh.CloseCache(c, id)
+	sh.Check(true)
+	sh.Close()
+	report(t, sh)
+}
+
+// TestMemAccountDecayEdge (MEM-ACCOUNT): a pooled committed superblock counts
+// against Retain once it is kept more than twice its decay: with a decay of
+// 100 and Retain 0, one pooled exactly 200 ago is not reported, one pooled 201
+// ago is.
+// Slip: the decay allowance is checked with >=, so a superblock pooled
+// exactly twice its decay ago already counts.
+func TestMemAccountDecayEdge(t *testing.T) {
+	h, c := setup(t)
+	must(t, h.Alloc(c, 100_000, 1))
+	must(t, h.Free(c, h.LastAddr))
+	pooledAgo := func(age int64) *impl.Snapshot {
+		s := clean(t, h)
+		s.Decay, s.Retain = 100, 0
+		first := true
+		for i := range s.Superblocks {
+			st := &s.Superblocks[i]
+			if st.State != impl.SBPool {
+				continue
+			}
+			if !st.Dirty {
+				st.Dirty = true
+				s.Stats.Committed += uint64(s.SuperblockSize)
+			}
+			st.PooledAt = s.Now // fresh
+			if first {
+				st.PooledAt = s.Now - age
+				first = false
+			}
+		}
+		if first {
+			t.Fatal("no pooled superblock")
+		}
+		return s
+	}
+	const past = "past their decay"
+	silent(t, spec.RuleMemAccount, past, invariants.Check(pooledAgo(200), h.M))
+	fires(t, spec.RuleMemAccount, past, invariants.Check(pooledAgo(201), h.M))
+}
+
+// TestTrimChecksClosed (REFINES): Trim answers ErrClosed exactly when the
+// Allocator is closed: here it is closed behind the harness's back, so the
+// model has it open and Trim's ErrClosed is reported.
+// Slip: Trim's two conditions joined with && instead of ||, which no error
+// satisfies.
+func TestTrimChecksClosed(t *testing.T) {
+	h, _ := setup(t)
+	must(t, h.A.Close()) // behind the harness's back
+	err := h.Trim()
+	var v *invariants.Violation
+	if !errors.As(err, &v) || v.Rule != spec.RuleRefines {
+		t.Fatalf("Trim of an Allocator closed behind the model's back: %v, want a %s violation", err, spec.RuleRefines)
+	}
+}

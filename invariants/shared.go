@@ -688,7 +688,7 @@ func (s *Shared) BadFree(c *impl.Cache, id int, kind, pick int) {
 		b = make([]byte, 1+pick%64)
 	case 1:
 		f, err := s.other.Alloc(1 + pick%64)
-		if err != nil {
+		if (err != nil) != mutant.BadFreeSkip {
 			return
 		}
 		defer s.other.Free(f)

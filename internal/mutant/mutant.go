@@ -263,4 +263,7 @@ var All = []Mutant{
 	{"interiornever", "FREE-INVALID", "invariants.Shared.StaleFree", "a stale free inside an object the driver holds is not marked as inside a live object, so a success or a double-free refusal of it is accepted"},
 	{"closenilleaks", "EMPTY", "invariants.Harness.CloseAllocator", "the harness zeroes its count of leaked objects when Close fails instead of when it returns nil, so a Close that reports no leak while objects are live passes"},
 	{"mixedkept", "REFINES", "invariants.Shared.Realloc", "checkKept checks the kept bytes of a Mixed object (a Realloc that raced a stale free and may have copied another object's bytes) against its old fill: a false violation"},
+	{"badfreeskip", "FREE-INVALID", "invariants.Shared.BadFree", "BadFree of another Allocator's object returns without freeing it when that Allocator's Alloc succeeds: the soak never frees a foreign object"},
+	{"decayedge", "MEM-ACCOUNT", "invariants.Check", "the check of the pool's committed superblocks counts one pooled exactly twice its decay ago as past its decay"},
+	{"trimunchecked", "REFINES", "invariants.Harness.Trim", "the harness does not check Trim's error: ErrClosed from an open Allocator, or any other error, passes"},
 }

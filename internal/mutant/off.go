@@ -248,6 +248,9 @@ const (
 	InteriorNever        = false
 	CloseNilLeaks        = false
 	MixedKept            = false
+	BadFreeSkip          = false
+	DecayEdge            = false
+	TrimUnchecked        = false
 )
 
 func Drop() bool { return false }

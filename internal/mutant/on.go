@@ -265,6 +265,9 @@ var (
 	InteriorNever        = on("interiornever")
 	CloseNilLeaks        = on("closenilleaks")
 	MixedKept            = on("mixedkept")
+	BadFreeSkip          = on("badfreeskip")
+	DecayEdge            = on("decayedge")
+	TrimUnchecked        = on("trimunchecked")
 )
 
 var remoteFrees atomic.Uint64
