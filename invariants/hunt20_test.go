@@ -2,6 +2,7 @@ package invariants_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -268,4 +269,18 @@ func TestTrimChecksClosed(t *testing.T) {
 	if !errors.As(err, &v) || v.Rule != spec.RuleRefines {
 		t.Fatalf("Trim of an Allocator closed behind the model's back: %v, want a %s violation", err, spec.RuleRefines)
 	}
+}
+
+// TestNoOverlapPastTheEnd (NO-OVERLAP): an object that starts inside the
+// reservation and runs past its end is outside it: here a large object of
+// two pages whose second page lies beyond the last superblock.
+// Slip: the end is computed as a-size instead of a+size, so only objects
+// wholly beyond the end are caught.
+func TestNoOverlapPastTheEnd(t *testing.T) {
+	h, c := setup(t)
+	recycled(t, h, c)
+	s := clean(t, h)
+	a := s.Base + s.Size - spec.PageSize
+	s.Large = append(s.Large, impl.LargeObject{Addr: a, Usable: 2 * spec.PageSize, Superblocks: 1})
+	fires(t, spec.RuleNoOverlap, fmt.Sprintf("object %#x+%d outside the reservation", a, 2*spec.PageSize), invariants.Check(s, h.M))
 }

@@ -541,7 +541,7 @@ func noOverlap(s *impl.Snapshot) []*Violation {
 	}
 	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
 	for i, a := range addrs {
-		if a < s.Base || a+uintptr(live[a]) > s.Base+s.Size {
+		if a < s.Base || !mutant.PastEnd && a+uintptr(live[a]) > s.Base+s.Size {
 			vs = append(vs, violation(spec.RuleNoOverlap, "object %#x+%d outside the reservation", a, live[a]))
 		}
 		if i > 0 && addrs[i-1]+uintptr(live[addrs[i-1]]) > a {

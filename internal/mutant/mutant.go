@@ -266,4 +266,5 @@ var All = []Mutant{
 	{"badfreeskip", "FREE-INVALID", "invariants.Shared.BadFree", "BadFree of another Allocator's object returns without freeing it when that Allocator's Alloc succeeds: the soak never frees a foreign object"},
 	{"decayedge", "MEM-ACCOUNT", "invariants.Check", "the check of the pool's committed superblocks counts one pooled exactly twice its decay ago as past its decay"},
 	{"trimunchecked", "REFINES", "invariants.Harness.Trim", "the harness does not check Trim's error: ErrClosed from an open Allocator, or any other error, passes"},
+	{"pastend", "NO-OVERLAP", "invariants.Check", "the check that live objects lie inside the reservation looks only at their start: an object running past the end passes"},
 }

@@ -251,6 +251,7 @@ const (
 	BadFreeSkip          = false
 	DecayEdge            = false
 	TrimUnchecked        = false
+	PastEnd              = false
 )
 
 func Drop() bool { return false }

@@ -268,6 +268,7 @@ var (
 	BadFreeSkip          = on("badfreeskip")
 	DecayEdge            = on("decayedge")
 	TrimUnchecked        = on("trimunchecked")
+	PastEnd              = on("pastend")
 )
 
 var remoteFrees atomic.Uint64
