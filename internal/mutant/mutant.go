@@ -267,4 +267,5 @@ var All = []Mutant{
 	{"decayedge", "MEM-ACCOUNT", "invariants.Check", "the check of the pool's committed superblocks counts one pooled exactly twice its decay ago as past its decay"},
 	{"trimunchecked", "REFINES", "invariants.Harness.Trim", "the harness does not check Trim's error: ErrClosed from an open Allocator, or any other error, passes"},
 	{"pastend", "NO-OVERLAP", "invariants.Check", "the check that live objects lie inside the reservation looks only at their start: an object running past the end passes"},
+	{"quarantinedirty", "GUARD-FAULT", "invariants.Check", "the guard check reports a committed quarantined superblock even where guard mode cannot protect memory and keeps it committed, poisoned"},
 }

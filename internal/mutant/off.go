@@ -252,6 +252,7 @@ const (
 	DecayEdge            = false
 	TrimUnchecked        = false
 	PastEnd              = false
+	QuarantineDirty      = false
 )
 
 func Drop() bool { return false }

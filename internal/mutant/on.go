@@ -269,6 +269,7 @@ var (
 	DecayEdge            = on("decayedge")
 	TrimUnchecked        = on("trimunchecked")
 	PastEnd              = on("pastend")
+	QuarantineDirty      = on("quarantinedirty")
 )
 
 var remoteFrees atomic.Uint64
