@@ -4,6 +4,7 @@ package invariants
 
 import (
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -34,7 +35,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 			}
 		case impl.SBQuarantine:
 			quarantined++
-			if g.Protects && st.Dirty {
+			if (g.Protects || mutant.QuarantineDirty) && st.Dirty {
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined superblock %d is still committed", st.Index))
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -181,7 +182,7 @@ func (h *Harness) Alloc(id, n, align int) error {
 // later check compares its bytes with the fill), then checks the step.
 func (h *Harness) hold(b []byte) error {
 	h.fill++
-	if h.fill == 0 {
+	if h.fill == 0 || mutant.FillSame {
 		h.fill = 1
 	}
 	full := b[:cap(b)]
@@ -608,7 +609,7 @@ func (h *Harness) FlushAll() error {
 func (h *Harness) Trim() error {
 	err := h.A.Trim()
 	h.LastErr = err
-	if h.M.Closed() != (Kind(err) == oracle.Closed) || err != nil && Kind(err) != oracle.Closed {
+	if !mutant.TrimUnchecked && (h.M.Closed() != (Kind(err) == oracle.Closed) || err != nil && Kind(err) != oracle.Closed) {
 		return violation(spec.RuleRefines, "Trim: %v", err)
 	}
 	if err == nil {
@@ -669,7 +670,7 @@ func (h *Harness) CloseAllocator() error {
 		}
 	} else {
 		got = Kind(err)
-		if err == nil {
+		if (err == nil) != mutant.CloseNilLeaks {
 			leaked = 0
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -343,7 +344,7 @@ func statsLead(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violatio
 	for _, c := range s.Caches {
 		for _, h := range c.Held {
 			n := bits.OnesCount32(h.Bits)
-			if n > spec.ClassObjects(h.Class) {
+			if n > spec.ClassObjects(h.Class) || mutant.HeldBound && n == spec.ClassObjects(h.Class) {
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds %d objects of class %d, more than a superblock's %d", c.ID, n, h.Class, spec.ClassObjects(h.Class)))
 			}
 			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class {
@@ -540,7 +541,7 @@ func noOverlap(s *impl.Snapshot) []*Violation {
 	}
 	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
 	for i, a := range addrs {
-		if a < s.Base || a+uintptr(live[a]) > s.Base+s.Size {
+		if a < s.Base || !mutant.PastEnd && a+uintptr(live[a]) > s.Base+s.Size {
 			vs = append(vs, violation(spec.RuleNoOverlap, "object %#x+%d outside the reservation", a, live[a]))
 		}
 		if i > 0 && addrs[i-1]+uintptr(live[addrs[i-1]]) > a {
@@ -568,7 +569,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 			if !st.Dirty {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
-		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay) {
+		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
 			dirtyPooled++ // past its decay (the timer has had it twice over)
 		}
 	}

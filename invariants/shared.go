@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -473,7 +474,7 @@ func (s *Shared) reallocated(id, n int, r []byte, o SharedObj, fill byte, begin,
 // after them up to cap (ZEROED). Under mu.
 func (s *Shared) checkKept(r []byte, o SharedObj, n int) {
 	keep := min(len(o.B), n)
-	if !o.Mixed && !uniform(r[:keep], o.Fill) {
+	if (!o.Mixed || mutant.MixedKept) && !uniform(r[:keep], o.Fill) {
 		s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) = %#x did not keep the first %d bytes", addr(o.B), n, addr(r), keep))
 	}
 	if !uniform(r[keep:cap(r)], 0) {
@@ -493,7 +494,7 @@ func (s *Shared) StaleFree(c *impl.Cache, id int, b []byte) {
 	begin := s.tick()
 	j := s.judgeLater(x)
 	call := j.add(oracle.Call{Kind: oracle.CallFree, Begin: begin, Who: who(id)}, oracle.Object{}, SharedObj{})
-	if o, ok := s.M.Containing(x); ok && o.Addr != x {
+	if o, ok := s.M.Containing(x); ok && o.Addr != x && !mutant.InteriorNever {
 		if held, ok := s.live[o.Addr]; ok {
 			j.covering[call] = &held
 		}
@@ -688,7 +689,7 @@ func (s *Shared) BadFree(c *impl.Cache, id int, kind, pick int) {
 		b = make([]byte, 1+pick%64)
 	case 1:
 		f, err := s.other.Alloc(1 + pick%64)
-		if err != nil {
+		if (err != nil) != mutant.BadFreeSkip {
 			return
 		}
 		defer s.other.Free(f)

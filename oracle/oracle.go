@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -136,7 +137,9 @@ func (m *Model) CloseCache(id int, got Kind) *Violation {
 
 // usable reports whether calls on cache id may succeed (-1: the Allocator's own
 // goroutine-safe methods).
-func (m *Model) usable(id int) bool { return !m.closed && (id < 0 || m.caches[id]) }
+func (m *Model) usable(id int) bool {
+	return !m.closed && (id < 0 || mutant.CacheZero && id == 0 || m.caches[id])
+}
 
 // Alloc checks Alloc(n) (align 1) or AllocAligned(n, align) on cache id, which
 // returned an object at addr with len n and capacity capacity, or the error got.
@@ -147,7 +150,7 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 		want = Closed
 	case n < 0 || !ValidAlign(align):
 		want = InvalidSize
-	case n > spec.MaxAlloc || uintptr(n) > m.size:
+	case n > spec.MaxAlloc || mutant.MaxAllocEdge && n == spec.MaxAlloc || uintptr(n) > m.size:
 		want = TooLarge
 	}
 	if want != OK || got != OK {
@@ -333,7 +336,9 @@ func (m *Model) OpenCaches() []int {
 			ids = append(ids, id)
 		}
 	}
-	sort.Ints(ids)
+	if !mutant.CachesUnsorted {
+		sort.Ints(ids)
+	}
 	return ids
 }
 

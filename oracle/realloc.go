@@ -1,6 +1,9 @@
 package oracle
 
-import "github.com/refalloc/refalloc/spec"
+import (
+	"github.com/refalloc/refalloc/internal/mutant"
+	"github.com/refalloc/refalloc/spec"
+)
 
 // ReallocRefusal is the error Realloc(b, n) on cache id must return for n and
 // the cache alone, before it looks at b, which it leaves untouched; OK if
@@ -11,7 +14,7 @@ func (m *Model) ReallocRefusal(id, n int) Kind {
 		return InvalidSize
 	case !m.usable(id):
 		return Closed
-	case n > spec.MaxAlloc || uintptr(n) > m.size:
+	case n > spec.MaxAlloc || mutant.ReallocMaxEdge && n == spec.MaxAlloc || uintptr(n) > m.size:
 		return TooLarge
 	}
 	return OK

@@ -254,6 +254,21 @@ const (
 	NotPoisonUniform     = false
 	ShardScanShort       = false
 	FrontDeliversHeld    = false
+	CacheZero            = false
+	MaxAllocEdge         = false
+	ReallocMaxEdge       = false
+	CachesUnsorted       = false
+	ForgetKeeps          = false
+	HeldBound            = false
+	FillSame             = false
+	InteriorNever        = false
+	CloseNilLeaks        = false
+	MixedKept            = false
+	BadFreeSkip          = false
+	DecayEdge            = false
+	TrimUnchecked        = false
+	PastEnd              = false
+	QuarantineDirty      = false
 )
 
 func Drop() bool { return false }
