@@ -227,33 +227,9 @@ func TestMemAccountDecayEdge(t *testing.T) {
 	h, c := setup(t)
 	must(t, h.Alloc(c, 100_000, 1))
 	must(t, h.Free(c, h.LastAddr))
-	pooledAgo := func(age int64) *impl.Snapshot {
-		s := clean(t, h)
-		s.Decay, s.Retain = 100, 0
-		first := true
-		for i := range s.Superblocks {
-			st := &s.Superblocks[i]
-			if st.State != impl.SBPool {
-				continue
-			}
-			if !st.Dirty {
-				st.Dirty = true
-				s.Stats.Committed += uint64(s.SuperblockSize)
-			}
-			st.PooledAt = s.Now // fresh
-			if first {
-				st.PooledAt = s.Now - age
-				first = false
-			}
-		}
-		if first {
-			t.Fatal("no pooled superblock")
-		}
-		return s
-	}
 	const past = "past their decay"
-	silent(t, spec.RuleMemAccount, past, invariants.Check(pooledAgo(200), h.M))
-	fires(t, spec.RuleMemAccount, past, invariants.Check(pooledAgo(201), h.M))
+	silent(t, spec.RuleMemAccount, past, invariants.Check(pooledAgo(t, h, 200), h.M))
+	fires(t, spec.RuleMemAccount, past, invariants.Check(pooledAgo(t, h, 201), h.M))
 }
 
 // TestTrimChecksClosed (REFINES): Trim answers ErrClosed exactly when the

@@ -322,27 +322,7 @@ func TestMemAccountNamesEachBreak(t *testing.T) {
 
 	must(t, h.Alloc(c, 100_000, 1))
 	must(t, h.Free(c, h.Live()[len(h.Live())-1]))
-	s = clean(t, h)
-	s.Decay, s.Retain = 100, 0
-	first := true
-	for i := range s.Superblocks {
-		st := &s.Superblocks[i]
-		if st.State != impl.SBPool {
-			continue
-		}
-		if !st.Dirty {
-			st.Dirty = true
-			s.Stats.Committed += uint64(s.SuperblockSize)
-		}
-		st.PooledAt = s.Now // fresh
-		if first {
-			st.PooledAt = s.Now - 250 // past twice its decay, within three times
-			first = false
-		}
-	}
-	if first {
-		t.Fatal("no pooled superblock")
-	}
+	s = pooledAgo(t, h, 250) // past twice its decay, within three times
 	fires(t, spec.RuleMemAccount, "past their decay", invariants.Check(s, h.M))
 }
 
@@ -514,4 +494,33 @@ func TestHarnessCountsUntrackedMisses(t *testing.T) {
 	if err := h.Check(); err == nil || !strings.Contains(err.Error(), "superblock-cache misses counted") {
 		t.Fatalf("an untracked miss: %v", err)
 	}
+}
+
+// pooledAgo is a clean snapshot of h with a decay of 100 and no Retain, in
+// which every pooled superblock is dirty and was pooled now, but the first,
+// pooled age ago.
+func pooledAgo(t *testing.T, h *invariants.Harness, age int64) *impl.Snapshot {
+	t.Helper()
+	s := clean(t, h)
+	s.Decay, s.Retain = 100, 0
+	first := true
+	for i := range s.Superblocks {
+		st := &s.Superblocks[i]
+		if st.State != impl.SBPool {
+			continue
+		}
+		if !st.Dirty {
+			st.Dirty = true
+			s.Stats.Committed += uint64(s.SuperblockSize)
+		}
+		st.PooledAt = s.Now
+		if first {
+			st.PooledAt = s.Now - age
+			first = false
+		}
+	}
+	if first {
+		t.Fatal("no pooled superblock")
+	}
+	return s
 }
