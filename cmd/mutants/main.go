@@ -1,10 +1,11 @@
 // Command mutants proves the tests can fail: it builds each test package once
 // with every injected bug compiled in (build tag refalloc_mutants, see
 // internal/mutant; refalloc_yield too, so the interleaving explorer's tests
-// run), then, for each mutant, runs the packages with that bug switched on
-// until a test fails. A kill counts only if it is deterministic: the killing
-// test is run again on its own, twice, and must fail both times; a kill by a
-// test timeout is not a kill. It prints a table (mutant, rule, method, verdict,
+// run), then, for each mutant, runs the packages with that bug switched on,
+// the package whose code holds the bug first, until a test fails. A kill
+// counts only if it is deterministic: the killing test is run again on its
+// own, twice, and must fail both times; a kill by a test timeout is not a
+// kill. It prints a table (mutant, rule, method, verdict,
 // killing test, time) and exits 1 if a mutant survived, or if the suite fails
 // with no mutant on.
 //
@@ -22,13 +23,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/refalloc/refalloc/internal/mutant"
 )
 
-// packages run in this order; a mutant is killed at the first failing test.
+// packages run in this order, but for each mutant the package whose code
+// holds its switch first (home): a mutant is killed at the first failing test.
 var packages = []string{"./spec", "./oracle", "./impl", "./invariants", "./fuzz"}
 
 const tags = "refalloc_mutants refalloc_yield"
@@ -64,12 +67,16 @@ func main() {
 			fatal(fmt.Errorf("with no mutant on, %s fails (%s)", pkg, test))
 		}
 	}
+	homes, err := homes()
+	if err != nil {
+		fatal(err)
+	}
 	var results []result
 	for _, m := range mutant.All {
 		if *only != "" && m.Name != *only {
 			continue
 		}
-		r := kill(m, bins, *timeout)
+		r := kill(m, bins, order(homes[m.Name]), *timeout)
 		results = append(results, r)
 		fmt.Fprintf(os.Stderr, "mutants: %-18s %s %s %s\n", m.Name, r.verdict, r.pkg, r.test)
 	}
@@ -92,13 +99,13 @@ func main() {
 	}
 }
 
-// kill runs the packages with m on until a test fails, then runs that test
-// alone twice more.
-func kill(m mutant.Mutant, bins map[string]string, timeout time.Duration) (r result) {
+// kill runs the packages with m on, in order, until a test fails, then runs
+// that test alone twice more.
+func kill(m mutant.Mutant, bins map[string]string, order []string, timeout time.Duration) (r result) {
 	r = result{m: m, verdict: "SURVIVED"}
 	start := time.Now()
 	defer func() { r.took = time.Since(start) }()
-	for _, pkg := range packages {
+	for _, pkg := range order {
 		failed, test, timedOut := run(bins[pkg], pkg, m.Name, "", timeout)
 		if timedOut {
 			r.verdict, r.pkg, r.test = "SURVIVED (only a timeout)", pkg, test
@@ -122,6 +129,63 @@ func kill(m mutant.Mutant, bins map[string]string, timeout time.Duration) (r res
 		return r
 	}
 	return r
+}
+
+// order is packages with home, if it is one of them, moved to the front: a
+// slip in the oracle or in invariants' checks is seen by its own package's
+// tests in a second, after impl's whole suite otherwise.
+func order(home string) []string {
+	o := []string{}
+	if slices.Contains(packages, home) {
+		o = append(o, home)
+	}
+	for _, pkg := range packages {
+		if pkg != home {
+			o = append(o, pkg)
+		}
+	}
+	return o
+}
+
+var (
+	onLine    = regexp.MustCompile(`(?m)^\s*(\w+)\s*=\s*on\("([^"]+)"\)`)
+	switchUse = regexp.MustCompile(`\bmutant\.(\w+)\b`)
+)
+
+// homes maps each mutant's name to the package (of packages) whose non-test
+// code uses its switch (internal/mutant/on.go says which switch a name turns
+// on); a switch used in several packages is homed in the first of them.
+func homes() (map[string]string, error) {
+	on, err := os.ReadFile(filepath.Join("internal", "mutant", "on.go"))
+	if err != nil {
+		return nil, err
+	}
+	byIdent := map[string]string{}
+	for _, m := range onLine.FindAllSubmatch(on, -1) {
+		byIdent[string(m[1])] = string(m[2])
+	}
+	h := map[string]string{}
+	for _, pkg := range packages {
+		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range switchUse.FindAllSubmatch(src, -1) {
+				if name, ok := byIdent[string(m[1])]; ok && h[name] == "" {
+					h[name] = pkg
+				}
+			}
+		}
+	}
+	return h, nil
 }
 
 var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
