@@ -223,27 +223,42 @@ func TestNotifyAfterReleaseFindsNoOwner(t *testing.T) {
 // its owner's stack, not leave its free pending unannounced. Slip: the
 // orphans' drain drops what it does not collect (orphandropforward).
 func TestAdoptedWhileAnnouncedIsForwarded(t *testing.T) {
+	adoptedWhileAnnounced(t, 1000, 64)
+}
+
+// adoptedWhileAnnounced is TestAdoptedWhileAnnouncedIsForwarded with a
+// superblock S of count objects of size bytes: count-2 frees pending in the
+// refill, the last object's free by w2 adopts S, and w1's free of the one
+// before it lands in S's group g, still marked notified.
+func adoptedWhileAnnounced(t *testing.T, size, count int) {
+	t.Helper()
+	k := spec.SizeToClass(size)
+	if spec.ClassObjects(k) != count {
+		t.Fatalf("setup: class %d has %d objects a superblock, want %d", k, spec.ClassObjects(k), count)
+	}
+	g, words := (count-2)/32, (count+31)/32
 	a, err := impl.New(impl.Options{Reserve: 64 << 20})
 	must(t, err)
 	defer a.Close()
 	idle, _ := a.NewCache()
 	w1, _ := a.NewCache()
 	w2, _ := a.NewCache()
-	// S, orphaned with 62 frees pending, announced
-	objs, s, next := announcedOrphan(t, a, idle, w1, 1000, 64, 62)
-	must(t, w2.Free(objs[63])) // adopts S, collects the 62
-	must(t, w1.Free(objs[62])) // remote into w2's S, still marked notified: no push
-	if st := sbState(t, a, s); st.Owner != w2.ID() || !st.Notified || st.Pending[1] == 0 {
-		t.Fatalf("setup: S owner %d notified %v pending %x, want cache %d's, announced, a free pending", st.Owner, st.Notified, st.Pending, w2.ID())
+	objs, s, next := announcedOrphan(t, a, idle, w1, size, count, count-2)
+	if st := sbState(t, a, s); !st.Orphan || !st.Notified || st.Pending[g] == 0 {
+		t.Fatalf("after the refill: S orphan %v notified %v pending %x, want an orphan with frees pending, announced on the orphans' stack", st.Orphan, st.Notified, st.Pending)
+	}
+	must(t, w2.Free(objs[count-1])) // adopts S, collects the count-2
+	must(t, w1.Free(objs[count-2])) // remote into w2's S, still marked notified: no push
+	if st := sbState(t, a, s); st.Owner != w2.ID() || !st.Notified || st.Pending[g] == 0 || len(st.Pending) != words {
+		t.Fatalf("setup: S owner %d notified %v pending %x, want cache %d's, announced, a free pending in group %d of %d", st.Owner, st.Notified, st.Pending, w2.ID(), g, words)
 	}
 	w1.Flush() // drains the orphans' stack: S is w2's
-	if st := sbState(t, a, s); st.Pending[1] != 0 && !st.Notified {
+	if st := sbState(t, a, s); st.Pending[g] != 0 && !st.Notified {
 		t.Fatalf("after the orphans' drain S has remote frees pending %x and is not announced", st.Pending)
 	}
 	w2.Flush()
-	k := spec.SizeToClass(1000)
-	if f := a.Stats().Classes[k].Frees; f != 64 {
-		t.Fatalf("%d frees of class %d published after the flushes, want 64", f, k)
+	if f := a.Stats().Classes[k].Frees; f != uint64(count) {
+		t.Fatalf("%d frees of class %d published after the flushes, want %d", f, k, count)
 	}
 	must(t, idle.Free(next))
 	for _, c := range []*impl.Cache{idle, w1, w2} {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
-	"github.com/refalloc/refalloc/spec"
 )
 
 // TestAdoptedWhileAnnouncedOneGroupIsForwarded (LIFECYCLE, CONSERVE: every
@@ -21,39 +20,7 @@ import (
 // bit, not whether one has one (pendingnone): S, a bit pending in its only
 // word, is not announced, and its frees stay pending, announced to nobody.
 func TestAdoptedWhileAnnouncedOneGroupIsForwarded(t *testing.T) {
-	const size = 2048
-	k := spec.SizeToClass(size)
-	if spec.ClassObjects(k) != 32 {
-		t.Fatalf("setup: class %d has %d objects a superblock, want 32 (one group)", k, spec.ClassObjects(k))
-	}
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
-	defer a.Close()
-	idle, _ := a.NewCache()
-	w1, _ := a.NewCache()
-	w2, _ := a.NewCache()
-	// S, orphaned with 30 frees pending, announced
-	objs, s, next := announcedOrphan(t, a, idle, w1, size, 32, 30)
-	if st := sbState(t, a, s); !st.Orphan || !st.Notified || st.Pending[0] == 0 {
-		t.Fatalf("after the refill: S orphan %v notified %v pending %x, want an orphan with frees pending, announced on the orphans' stack", st.Orphan, st.Notified, st.Pending)
-	}
-	must(t, w2.Free(objs[31])) // adopts S, collects the 30
-	must(t, w1.Free(objs[30])) // remote into w2's S, still marked notified: no push
-	if st := sbState(t, a, s); st.Owner != w2.ID() || !st.Notified || st.Pending[0] == 0 || len(st.Pending) != 1 {
-		t.Fatalf("setup: S owner %d notified %v pending %x, want cache %d's, announced, a free pending in its one group", st.Owner, st.Notified, st.Pending, w2.ID())
-	}
-	w1.Flush() // drains the orphans' stack: S is w2's
-	if st := sbState(t, a, s); st.Pending[0] != 0 && !st.Notified {
-		t.Fatalf("after the orphans' drain S has remote frees pending %x and is not announced", st.Pending)
-	}
-	w2.Flush()
-	if f := a.Stats().Classes[k].Frees; f != 32 {
-		t.Fatalf("%d frees of class %d published after the flushes, want 32", f, k)
-	}
-	must(t, idle.Free(next))
-	for _, c := range []*impl.Cache{idle, w1, w2} {
-		must(t, c.Close())
-	}
+	adoptedWhileAnnounced(t, 2048, 32)
 }
 
 // TestPooledWhileAnnouncedIsNotAnnouncedAgain (LIFECYCLE, MEM-ACCOUNT: a
