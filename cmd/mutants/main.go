@@ -10,7 +10,9 @@
 // with no mutant on.
 //
 //	go run ./cmd/mutants              # every mutant
-//	go run ./cmd/mutants -only nozero # one
+//	go run ./cmd/mutants -only nozero # one (or a list: -only nozero,genwrap)
+//	go run ./cmd/mutants -tags ''     # the README's build only: which bugs
+//	                                  # only the race-window tests see
 package main
 
 import (
@@ -32,9 +34,9 @@ import (
 
 // packages run in this order, but for each mutant the package whose code
 // holds its switch first (home): a mutant is killed at the first failing test.
+// Without refalloc_yield, internal/yieldbuild runs the yield build's tests
+// last, as the README's command does.
 var packages = []string{"./spec", "./oracle", "./impl", "./invariants", "./fuzz"}
-
-const tags = "refalloc_mutants refalloc_yield"
 
 type result struct {
 	m       mutant.Mutant
@@ -45,9 +47,14 @@ type result struct {
 }
 
 func main() {
-	only := flag.String("only", "", "run only this mutant")
+	only := flag.String("only", "", "run only these mutants (names separated by commas)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "per package and mutant")
+	extra := flag.String("tags", "refalloc_yield", "build tags besides refalloc_mutants")
 	flag.Parse()
+	tags := strings.TrimSpace("refalloc_mutants " + *extra)
+	if !strings.Contains(tags, "refalloc_yield") {
+		packages = append(packages, "./internal/yieldbuild")
+	}
 	dir, err := os.MkdirTemp("", "mutants")
 	if err != nil {
 		fatal(err)
@@ -73,7 +80,7 @@ func main() {
 	}
 	var results []result
 	for _, m := range mutant.All {
-		if *only != "" && m.Name != *only {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.Name) {
 			continue
 		}
 		r := kill(m, bins, order(homes[m.Name]), *timeout)
@@ -99,8 +106,9 @@ func main() {
 	}
 }
 
-// kill runs the packages with m on, in order, until a test fails, then runs
-// that test alone twice more.
+// kill runs the packages with m on, in order, until a test fails and then
+// fails twice more on its own; a failure that does not repeat moves on to the
+// next package.
 func kill(m mutant.Mutant, bins map[string]string, order []string, timeout time.Duration) (r result) {
 	r = result{m: m, verdict: "SURVIVED"}
 	start := time.Now()
@@ -119,16 +127,24 @@ func kill(m mutant.Mutant, bins map[string]string, order []string, timeout time.
 			r.verdict = "SURVIVED (the package failed outside a test)"
 			return r
 		}
-		for range 2 {
-			if again, _, to := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", timeout); !again || to {
-				r.verdict = "SURVIVED (flaky: the killing test passed when run again)"
-				return r
-			}
+		if repeats(bins[pkg], pkg, m.Name, test, timeout) {
+			r.verdict = "killed"
+			return r
 		}
-		r.verdict = "killed"
-		return r
+		// Not a kill, but a later package may still kill it for good.
+		r.verdict = "SURVIVED (flaky: the killing test passed when run again)"
 	}
 	return r
+}
+
+// repeats reports whether test fails twice more on its own with m on.
+func repeats(bin, pkg, name, test string, timeout time.Duration) bool {
+	for range 2 {
+		if again, _, to := run(bin, pkg, name, "^"+regexp.QuoteMeta(test)+"$", timeout); !again || to {
+			return false
+		}
+	}
+	return true
 }
 
 // order is packages with home, if it is one of them, moved to the front: a

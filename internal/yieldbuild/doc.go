@@ -1,0 +1,8 @@
+// Package yieldbuild has no code: its test runs, from the README's test command
+// (go test ./..., the default build), the tests that need the refalloc_yield
+// build, in that build. Those are the race-window tests (a goroutine paused at
+// one yield point while another acts) and the interleaving explorer's seeds:
+// in the default build the yield points compile to nothing, so without this a
+// bug that only shows inside an operation's race window would pass the
+// README's command and be seen only by CI's separate refalloc_yield step.
+package yieldbuild
