@@ -1118,7 +1118,9 @@ func (c *Cache) Close() error {
 	// The owners are nil now; close the stack and forward what was on it.
 	for sb := c.notify.Swap(closedStack); sb != nil; {
 		next := sb.nextNotify.Load()
-		sb.notified.Store(false)
+		if !mutant.CloseNotifiedKept {
+			sb.notified.Store(false) // LIFECYCLE: or forward's notify finds the mark and pushes it nowhere
+		}
 		a.forward(sb)
 		sb = next
 	}

@@ -269,6 +269,7 @@ const (
 	TrimUnchecked        = false
 	PastEnd              = false
 	QuarantineDirty      = false
+	CloseNotifiedKept    = false
 )
 
 func Drop() bool { return false }

@@ -286,6 +286,7 @@ var (
 	TrimUnchecked        = on("trimunchecked")
 	PastEnd              = on("pastend")
 	QuarantineDirty      = on("quarantinedirty")
+	CloseNotifiedKept    = on("closenotifiedkept")
 )
 
 var remoteFrees atomic.Uint64
