@@ -70,3 +70,46 @@ func TestCloseForwardsLateRemoteFree(t *testing.T) {
 	}
 	must(t, d.Free(keep)) // adopts S
 }
+
+// TestOOMFlushForwardsOrphanOnStack (OOM-REAL, LIFECYCLE): a remote free into
+// the refilling cache's full superblock S lands after the refill drained its
+// stack and before its acquisition orphans S (here while the acquisition waits
+// for the central lock): S is announced on the refilling cache's stack and then
+// orphaned. With the reservation used up the acquisition finds nothing, and the
+// refill flushes before it gives up: the flush's drain must forward S to the
+// orphans' stack, where the flush's orphan drain collects the free, so that the
+// retry adopts S and the allocation returns the freed object instead of
+// ErrOutOfMemory. Slip: the flush does not drain its stack, its walk of its
+// own superblocks collecting them anyway (flushnodrain).
+func TestOOMFlushForwardsOrphanOnStack(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 2 * spec.SuperblockSize, Retain: -1})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	size := 4096
+	k := spec.SizeToClass(size)
+	objs := allocObjects(t, c, size, spec.ClassObjects(k)) // S full, current
+	allocN(t, d, spec.SuperblockSize)                      // the other superblock: the pool is empty
+	x := objs[3]
+	unlock := impl.HoldCentralLock(a)
+	done := make(chan error, 1)
+	var got []byte
+	go func() {
+		b, err := c.Alloc(size)
+		got = b
+		done <- err
+	}()
+	waitInFunction(t, "(*Allocator).acquire", done)
+	if err := d.Free(x); err != nil { // remote: c still owns S
+		unlock()
+		t.Fatalf("remote free of x: %v", err)
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("Alloc(%d) with S's object %#x freed: %v, want S's free object (OOM-REAL)", size, addrOf(x), err)
+	}
+	if addrOf(got) != addrOf(x) {
+		t.Fatalf("Alloc(%d) returned %#x, want S's free object %#x", size, addrOf(got), addrOf(x))
+	}
+}

@@ -1072,7 +1072,9 @@ func (c *Cache) flush() {
 			}
 		}
 	}
-	c.drainNotify()
+	if !mutant.FlushNoDrain {
+		c.drainNotify() // what is on the stack and no longer c's (orphaned meanwhile) goes on (OOM-REAL)
+	}
 	for k := range spec.NumClasses {
 		// Collect every owned superblock, not only the notified ones: a
 		// notification can be parked on the stack of a superblock's previous

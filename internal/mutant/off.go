@@ -270,6 +270,7 @@ const (
 	PastEnd              = false
 	QuarantineDirty      = false
 	CloseNotifiedKept    = false
+	FlushNoDrain         = false
 )
 
 func Drop() bool { return false }

@@ -287,6 +287,7 @@ var (
 	PastEnd              = on("pastend")
 	QuarantineDirty      = on("quarantinedirty")
 	CloseNotifiedKept    = on("closenotifiedkept")
+	FlushNoDrain         = on("flushnodrain")
 )
 
 var remoteFrees atomic.Uint64
