@@ -1072,7 +1072,9 @@ func (c *Cache) flush() {
 			}
 		}
 	}
-	c.drainNotify()
+	if !mutant.FlushNoDrain {
+		c.drainNotify() // what is on the stack and no longer c's (orphaned meanwhile) goes on (OOM-REAL)
+	}
 	for k := range spec.NumClasses {
 		// Collect every owned superblock, not only the notified ones: a
 		// notification can be parked on the stack of a superblock's previous
@@ -1118,7 +1120,9 @@ func (c *Cache) Close() error {
 	// The owners are nil now; close the stack and forward what was on it.
 	for sb := c.notify.Swap(closedStack); sb != nil; {
 		next := sb.nextNotify.Load()
-		sb.notified.Store(false)
+		if !mutant.CloseNotifiedKept {
+			sb.notified.Store(false) // LIFECYCLE: or forward's notify finds the mark and pushes it nowhere
+		}
 		a.forward(sb)
 		sb = next
 	}

@@ -151,3 +151,11 @@ func HoldFrontBut(a *Allocator, home, free int) (shards int, undo func()) {
 		}
 	}
 }
+
+// HoldCentralLock takes a's central lock and returns the function that gives
+// it back, so that a test can stop a call at its next locked step (a Close
+// whose flush drains the orphans) and act while it waits there.
+func HoldCentralLock(a *Allocator) (unlock func()) {
+	a.mu.Lock()
+	return a.mu.Unlock
+}

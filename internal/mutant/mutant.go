@@ -284,4 +284,6 @@ var All = []Mutant{
 	{"trimunchecked", "REFINES", "invariants.Harness.Trim", "the harness does not check Trim's error: ErrClosed from an open Allocator, or any other error, passes"},
 	{"pastend", "NO-OVERLAP", "invariants.Check", "the check that live objects lie inside the reservation looks only at their start: an object running past the end passes"},
 	{"quarantinedirty", "GUARD-FAULT", "invariants.Check", "the guard check reports a committed quarantined superblock even where guard mode cannot protect memory and keeps it committed, poisoned"},
+	{"closenotifiedkept", "LIFECYCLE", "Cache.Close", "Cache.Close forwards its sealed stack without clearing each superblock's notified: a remote free that landed after Close's flush drained is forwarded to nobody (notify sees the mark), the orphan's frees stay pending and it stays marked for good"},
+	{"flushnodrain", "OOM-REAL", "Cache.Alloc", "Cache.flush does not drain the cache's notification stack (its walk collects every owned superblock anyway): a superblock announced on it and then orphaned by the refill's acquisition stays parked there, and the refill's out-of-memory flush never forwards its remote free: ErrOutOfMemory while an orphan of the class has a free object"},
 }

@@ -269,6 +269,8 @@ const (
 	TrimUnchecked        = false
 	PastEnd              = false
 	QuarantineDirty      = false
+	CloseNotifiedKept    = false
+	FlushNoDrain         = false
 )
 
 func Drop() bool { return false }

@@ -286,6 +286,8 @@ var (
 	TrimUnchecked        = on("trimunchecked")
 	PastEnd              = on("pastend")
 	QuarantineDirty      = on("quarantinedirty")
+	CloseNotifiedKept    = on("closenotifiedkept")
+	FlushNoDrain         = on("flushnodrain")
 )
 
 var remoteFrees atomic.Uint64
