@@ -284,4 +284,7 @@ var All = []Mutant{
 	{"trimunchecked", "REFINES", "invariants.Harness.Trim", "the harness does not check Trim's error: ErrClosed from an open Allocator, or any other error, passes"},
 	{"pastend", "NO-OVERLAP", "invariants.Check", "the check that live objects lie inside the reservation looks only at their start: an object running past the end passes"},
 	{"quarantinedirty", "GUARD-FAULT", "invariants.Check", "the guard check reports a committed quarantined superblock even where guard mode cannot protect memory and keeps it committed, poisoned"},
+	{"timerclearedlate", "MEM-ACCOUNT", "Options.Decay", "the decay timer's function clears its timer after the pool walk instead of before: a walk that leaves young superblocks past Retain finds the timer still recorded and arms none, so they stay committed until a release"},
+	{"decaystopknown", "MEM-ACCOUNT", "Options.Decay", "a pool walk that stops at its keep inside the lowest run counts itself as having seen every dirty superblock: the old ones it kept are forgotten (decayNext never), and a later release past Retain does not return them"},
+	{"deliverlifo", "DEBUG-POISON", "Options.OnError", "deliver takes the newest queued report first: the reports reach OnError in the reverse of the order they were found"},
 }

@@ -269,6 +269,9 @@ const (
 	TrimUnchecked        = false
 	PastEnd              = false
 	QuarantineDirty      = false
+	TimerClearedLate     = false
+	DecayStopKnown       = false
+	DeliverLIFO          = false
 )
 
 func Drop() bool { return false }

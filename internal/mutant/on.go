@@ -286,6 +286,9 @@ var (
 	TrimUnchecked        = on("trimunchecked")
 	PastEnd              = on("pastend")
 	QuarantineDirty      = on("quarantinedirty")
+	TimerClearedLate     = on("timerclearedlate")
+	DecayStopKnown       = on("decaystopknown")
+	DeliverLIFO          = on("deliverlifo")
 )
 
 var remoteFrees atomic.Uint64
