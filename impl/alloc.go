@@ -439,6 +439,11 @@ func (a *Allocator) deliver() {
 		}
 		err := r.errs[0]
 		r.errs = r.errs[1:]
+		if mutant.DeliverLIFO { // the newest first
+			r.errs = append([]error{err}, r.errs...)
+			err = r.errs[len(r.errs)-1]
+			r.errs = r.errs[:len(r.errs)-1]
+		}
 		if len(r.errs) == 0 || mutant.DeliverDrops {
 			r.errs = nil
 		}
@@ -865,11 +870,14 @@ func (a *Allocator) decayPool(now int64) {
 func (a *Allocator) decayLater() {
 	a.lock()
 	defer a.mu.Unlock()
-	if !mutant.TimerNotCleared {
+	if !mutant.TimerNotCleared && !mutant.TimerClearedLate {
 		a.timer = nil
 	}
 	if (!a.closed.Load() || mutant.DecayAfterClose) && a.counts.dirtyPooled > a.retain {
 		a.decayPool(a.now())
+	}
+	if mutant.TimerClearedLate {
+		a.timer = nil
 	}
 }
 
@@ -908,7 +916,7 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 		lo, hi := top, top
 		for lo > run.start {
 			if a.counts.dirtyPooled-int(hi-lo) <= keep {
-				all = false
+				all = all && mutant.DecayStopKnown
 				break
 			}
 			sb := a.lookup(uintptr(lo - 1))

@@ -271,6 +271,9 @@ const (
 	QuarantineDirty      = false
 	CloseNotifiedKept    = false
 	FlushNoDrain         = false
+	TimerClearedLate     = false
+	DecayStopKnown       = false
+	DeliverLIFO          = false
 )
 
 func Drop() bool { return false }

@@ -288,6 +288,9 @@ var (
 	QuarantineDirty      = on("quarantinedirty")
 	CloseNotifiedKept    = on("closenotifiedkept")
 	FlushNoDrain         = on("flushnodrain")
+	TimerClearedLate     = on("timerclearedlate")
+	DecayStopKnown       = on("decaystopknown")
+	DeliverLIFO          = on("deliverlifo")
 )
 
 var remoteFrees atomic.Uint64
