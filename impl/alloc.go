@@ -757,7 +757,9 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	sb.meta.Store(packMeta(next, statePool, k))
 	if sb.list == listOrphan {
 		a.unlinkOrphan(sb)
-		a.counts.orphaned--
+		if !mutant.ReleaseOrphanCount {
+			a.counts.orphaned-- // MEM-ACCOUNT
+		}
 	}
 	sb.list = listNone
 	a.counts.small--

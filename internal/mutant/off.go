@@ -274,6 +274,7 @@ const (
 	TimerClearedLate     = false
 	DecayStopKnown       = false
 	DeliverLIFO          = false
+	ReleaseOrphanCount   = false
 )
 
 func Drop() bool { return false }

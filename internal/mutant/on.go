@@ -291,6 +291,7 @@ var (
 	TimerClearedLate     = on("timerclearedlate")
 	DecayStopKnown       = on("decaystopknown")
 	DeliverLIFO          = on("deliverlifo")
+	ReleaseOrphanCount   = on("releaseorphancount")
 )
 
 var remoteFrees atomic.Uint64
