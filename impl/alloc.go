@@ -1083,7 +1083,7 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 // and releases it if that emptied it (LIFECYCLE). Under a.mu.
 func (a *Allocator) collectOrphan(c *Cache, sb *superblock) {
 	c.publishFrees(int(sb.class), a.collectAll(c, nil, sb))
-	if sb.empty() {
+	if sb.empty() && !mutant.OrphanKeptEmpty {
 		a.releaseLocked(c, sb)
 	}
 }

@@ -48,6 +48,7 @@ func orphanEmptiedRemotely(t *testing.T) (*impl.Allocator, *impl.Cache, int) {
 	return a, d, s
 }
 
+// TestOrphanEmptiedByCollectionReleased (LIFECYCLE, MEM-ACCOUNT): the
 // orphans' drain of a Flush collects an orphan's remote frees; when that frees
 // its last live object the orphan is empty and must be released to the pool,
 // not kept as an orphan, committed and counted, until some refill of its class

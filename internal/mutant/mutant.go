@@ -290,4 +290,5 @@ var All = []Mutant{
 	{"decaystopknown", "MEM-ACCOUNT", "Options.Decay", "a pool walk that stops at its keep inside the lowest run counts itself as having seen every dirty superblock: the old ones it kept are forgotten (decayNext never), and a later release past Retain does not return them"},
 	{"deliverlifo", "DEBUG-POISON", "Options.OnError", "deliver takes the newest queued report first: the reports reach OnError in the reverse of the order they were found"},
 	{"releaseorphancount", "MEM-ACCOUNT", "Allocator.Stats", "releaseLocked unlinks an emptied orphan without taking it off OrphanedSuperblocks: the count stays one too high for good"},
+	{"orphankeptempty", "LIFECYCLE", "Allocator.Flush", "collectOrphan does not release an orphan its collected remote frees emptied: it stays an orphan, committed and counted, until some refill adopts it"},
 }

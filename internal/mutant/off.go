@@ -275,6 +275,7 @@ const (
 	DecayStopKnown       = false
 	DeliverLIFO          = false
 	ReleaseOrphanCount   = false
+	OrphanKeptEmpty      = false
 )
 
 func Drop() bool { return false }

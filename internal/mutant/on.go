@@ -292,6 +292,7 @@ var (
 	DecayStopKnown       = on("decaystopknown")
 	DeliverLIFO          = on("deliverlifo")
 	ReleaseOrphanCount   = on("releaseorphancount")
+	OrphanKeptEmpty      = on("orphankeptempty")
 )
 
 var remoteFrees atomic.Uint64
