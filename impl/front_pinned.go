@@ -176,7 +176,14 @@ func (pc *procCaches) flush() {
 	if !pinSync && !mutant.FlushNoWait {
 		waitUnpinned()
 	}
-	for _, c := range held {
+	flushing := held
+	if mutant.FlushTokensEarly { // FRONT-EXCLUSIVE: the tokens go back first
+		for _, c := range held {
+			c.busy.Store(tokenFree)
+		}
+		held = nil
+	}
+	for _, c := range flushing {
 		func() {
 			c.enter() // FRONT-EXCLUSIVE
 			defer c.exit()

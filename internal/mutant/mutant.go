@@ -291,4 +291,5 @@ var All = []Mutant{
 	{"deliverlifo", "DEBUG-POISON", "Options.OnError", "deliver takes the newest queued report first: the reports reach OnError in the reverse of the order they were found"},
 	{"releaseorphancount", "MEM-ACCOUNT", "Allocator.Stats", "releaseLocked unlinks an emptied orphan without taking it off OrphanedSuperblocks: the count stays one too high for good"},
 	{"orphankeptempty", "LIFECYCLE", "Allocator.Flush", "collectOrphan does not release an orphan its collected remote frees emptied: it stays an orphan, committed and counted, until some refill adopts it"},
+	{"flushtokensearly", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush gives the per-P caches' tokens back before it flushes them, not after: a goroutine on that P uses its cache while Flush flushes it"},
 }

@@ -276,6 +276,7 @@ const (
 	DeliverLIFO          = false
 	ReleaseOrphanCount   = false
 	OrphanKeptEmpty      = false
+	FlushTokensEarly     = false
 )
 
 func Drop() bool { return false }

@@ -293,6 +293,7 @@ var (
 	DeliverLIFO          = on("deliverlifo")
 	ReleaseOrphanCount   = on("releaseorphancount")
 	OrphanKeptEmpty      = on("orphankeptempty")
+	FlushTokensEarly     = on("flushtokensearly")
 )
 
 var remoteFrees atomic.Uint64
