@@ -147,7 +147,9 @@ func (a *Allocator) reroute(o *Cache) {
 		if o.notify.CompareAndSwap(h, nil) {
 			for sb := h; sb != nil; {
 				next := sb.nextNotify.Load()
-				sb.notified.Store(false)
+				if !mutant.RerouteNotifiedKept {
+					sb.notified.Store(false) // LIFECYCLE: else forward's notify pushes nothing
+				}
 				a.forward(sb)
 				sb = next
 			}

@@ -292,4 +292,5 @@ var All = []Mutant{
 	{"releaseorphancount", "MEM-ACCOUNT", "Allocator.Stats", "releaseLocked unlinks an emptied orphan without taking it off OrphanedSuperblocks: the count stays one too high for good"},
 	{"orphankeptempty", "LIFECYCLE", "Allocator.Flush", "collectOrphan does not release an orphan its collected remote frees emptied: it stays an orphan, committed and counted, until some refill adopts it"},
 	{"flushtokensearly", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush gives the per-P caches' tokens back before it flushes them, not after: a goroutine on that P uses its cache while Flush flushes it"},
+	{"reroutenotifiedkept", "LIFECYCLE", "Cache.Free", "reroute forwards the superblocks of a stack it pops without clearing their notified mark: forward's notify sees the mark and pushes nothing, and the next remote free into one is announced to nobody"},
 }

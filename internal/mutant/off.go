@@ -277,6 +277,7 @@ const (
 	ReleaseOrphanCount   = false
 	OrphanKeptEmpty      = false
 	FlushTokensEarly     = false
+	RerouteNotifiedKept  = false
 )
 
 func Drop() bool { return false }

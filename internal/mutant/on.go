@@ -294,6 +294,7 @@ var (
 	ReleaseOrphanCount   = on("releaseorphancount")
 	OrphanKeptEmpty      = on("orphankeptempty")
 	FlushTokensEarly     = on("flushtokensearly")
+	RerouteNotifiedKept  = on("reroutenotifiedkept")
 )
 
 var remoteFrees atomic.Uint64
