@@ -239,7 +239,7 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 		old = w.Swap(old &^ (1<<32 - 1 - uint64(b2i(mutant.CollectMaskShort))<<31)) // the tag cannot change while we own sb
 	}
 	bad := sb.free[g]
-	if held != nil && held.sb == sb && held.group == int32(g) {
+	if held != nil && (held.sb == sb || mutant.CollectHeldAnySB) && held.group == int32(g) { // FREE-DOUBLE
 		bad |= held.bits
 	}
 	pending := uint32(old)

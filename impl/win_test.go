@@ -81,6 +81,7 @@ func TestReleasedOrphanUncounted(t *testing.T) {
 	}
 }
 
+// TestAdoptionCollectsAgainstOwnHeldGroup (FREE-DOUBLE, CONSERVE): a free
 // that adopts an orphan B collects B's pending remote frees against the
 // adopter's held group only when that group is B's. Here the adopter c holds
 // group 0 of its own superblock A in the same class, and a legitimate remote

@@ -293,4 +293,5 @@ var All = []Mutant{
 	{"orphankeptempty", "LIFECYCLE", "Allocator.Flush", "collectOrphan does not release an orphan its collected remote frees emptied: it stays an orphan, committed and counted, until some refill adopts it"},
 	{"flushtokensearly", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush gives the per-P caches' tokens back before it flushes them, not after: a goroutine on that P uses its cache while Flush flushes it"},
 	{"reroutenotifiedkept", "LIFECYCLE", "Cache.Free", "reroute forwards the superblocks of a stack it pops without clearing their notified mark: forward's notify sees the mark and pushes nothing, and the next remote free into one is announced to nobody"},
+	{"collectheldanysb", "FREE-DOUBLE", "Cache.Flush", "collectWord masks the collected bits with the cache's held group when the group index matches, without asking whether the held group is of this superblock: a legitimate remote free is taken for a double free and the object is lost"},
 }

@@ -278,6 +278,7 @@ const (
 	OrphanKeptEmpty      = false
 	FlushTokensEarly     = false
 	RerouteNotifiedKept  = false
+	CollectHeldAnySB     = false
 )
 
 func Drop() bool { return false }

@@ -295,6 +295,7 @@ var (
 	OrphanKeptEmpty      = on("orphankeptempty")
 	FlushTokensEarly     = on("flushtokensearly")
 	RerouteNotifiedKept  = on("reroutenotifiedkept")
+	CollectHeldAnySB     = on("collectheldanysb")
 )
 
 var remoteFrees atomic.Uint64
