@@ -51,16 +51,7 @@ func TestCloseForwardsLateRemoteFree(t *testing.T) {
 	x := allocN(t, c, 64)
 	keep := allocN(t, c, 64) // S stays live: an orphan, not released
 	s := sbOf(a, x)
-	unlock := impl.HoldCentralLock(a)
-	done := make(chan error, 1)
-	go func() { done <- c.Close() }()
-	waitInFunction(t, "(*Allocator).drainOrphans", done)
-	if err := d.Free(x); err != nil { // remote: c still owns S, and has drained
-		unlock()
-		t.Fatalf("remote free of x: %v", err)
-	}
-	unlock()
-	must(t, <-done)
+	closeWithLateRemoteFrees(t, a, c, d, x) // remote: c still owns S, and has drained
 	d.Flush()
 	if st := sbState(t, a, s); st.Owner != -1 || st.Pending[0] != 0 || st.Notified {
 		t.Errorf("after Close and a Flush: S owner %d, pending %#x, notified %v; want an orphan, its remote free collected, not notified", st.Owner, st.Pending, st.Notified)

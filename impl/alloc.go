@@ -878,7 +878,7 @@ func (a *Allocator) decayLater() {
 	if (!a.closed.Load() || mutant.DecayAfterClose) && a.counts.dirtyPooled > a.retain {
 		a.decayPool(a.now())
 	}
-	if mutant.TimerClearedLate {
+	if mutant.TimerClearedLate { // MEM-ACCOUNT: a walk that kept young superblocks arms no timer
 		a.timer = nil
 	}
 }
@@ -918,7 +918,7 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 		lo, hi := top, top
 		for lo > run.start {
 			if a.counts.dirtyPooled-int(hi-lo) <= keep {
-				all = all && mutant.DecayStopKnown
+				all = all && mutant.DecayStopKnown // MEM-ACCOUNT: superblocks kept, so not all decayed
 				break
 			}
 			sb := a.lookup(uintptr(lo - 1))
