@@ -654,18 +654,7 @@ func TestGenerationWrap(t *testing.T) {
 // pending) reaches the caller, and the lock is released: the Allocator can
 // still be closed, so a failing test fails instead of hanging in its cleanup.
 func TestPanicUnderLockUnlocks(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
-	must(t, err)
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	var objs [][]byte
-	for range 17 { // 16 fill a superblock, the 17th makes another current
-		b, err := c.Alloc(4096)
-		must(t, err)
-		objs = append(objs, b)
-	}
-	must(t, c.Free(objs[0]))
-	must(t, d.Free(objs[0])) // remote, pending on a free object: found later
+	a, c, objs := pendingDoubleFreePanics(t, 8*spec.SuperblockSize)
 	func() {
 		defer func() {
 			if r := recover(); r == nil || !errors.Is(r.(error), impl.ErrDoubleFree) {
@@ -686,6 +675,29 @@ func TestPanicUnderLockUnlocks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hangs: the panic left the central lock held")
 	}
+}
+
+// pendingDoubleFreePanics returns an Allocator (of reserve bytes) whose OnError
+// panics, and a cache c holding objs: 17 objects of 4096 bytes, 16 filling one
+// superblock and the 17th making another current. objs[0] is free, with a
+// remote double free of it pending, so the free of objs[1:16] that empties the
+// superblock releases it, finds the pending free under the central lock, and
+// panics with ErrDoubleFree.
+func pendingDoubleFreePanics(t *testing.T, reserve int) (*impl.Allocator, *impl.Cache, [][]byte) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: reserve, OnError: func(err error) { panic(err) }})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	var objs [][]byte
+	for range 17 { // 16 fill a superblock, the 17th makes another current
+		b, err := c.Alloc(4096)
+		must(t, err)
+		objs = append(objs, b)
+	}
+	must(t, c.Free(objs[0]))
+	must(t, d.Free(objs[0])) // remote, pending on a free object: found later
+	return a, c, objs
 }
 
 // TestRestampAfterLargeLife (CACHE-COHERENT): a superblock that was small, then

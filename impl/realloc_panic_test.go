@@ -14,18 +14,7 @@ import (
 // allocated and reserved: the caller never got it, so nothing could free it,
 // and its reservation would refuse every later free of its address.
 func TestReallocPanicFreesNewObject(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
-	must(t, err)
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	var objs [][]byte
-	for range 17 { // 16 fill a superblock, the 17th makes another current
-		b, err := c.Alloc(4096)
-		must(t, err)
-		objs = append(objs, b)
-	}
-	must(t, c.Free(objs[0]))
-	must(t, d.Free(objs[0])) // remote, pending on a free object: found later
+	a, c, objs := pendingDoubleFreePanics(t, 16*spec.SuperblockSize)
 	for _, b := range objs[1:15] {
 		must(t, c.Free(b))
 	}
