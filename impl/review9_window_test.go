@@ -53,3 +53,51 @@ func TestStatsNeverUnderReportsLive(t *testing.T) {
 	}
 	must(t, c.Close())
 }
+
+// TestStatsCountGuardedAllocBeforeItsFree (STATS-LEAD, STATS-LAG, GUARD-FAULT):
+// a guarded small object is counted at the event, its free under the central
+// lock, so a free may be published as soon as its header says guard; a stale
+// free of its address (the start of a guarded object freed there before) may
+// free it before Alloc returns it (FREE-DOUBLE: frees racing reuse). Its
+// allocation must be counted by then: if it was counted after the unlock,
+// Stats in between counted the free and not the allocation, Allocs-Frees
+// below zero (wrapped) with no object live.
+func TestStatsCountGuardedAllocBeforeItsFree(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	d, err := a.NewCache()
+	must(t, err)
+	const size = 64
+	k := spec.SizeToClass(size)
+	o1, err := c.Alloc(size) // guarded: a superblock of its own
+	must(t, err)
+	o2, err := c.Alloc(size)
+	must(t, err)
+	stale := addrOf(o1)
+	must(t, c.Free(o1)) // quarantined
+	must(t, c.Free(o2)) // quarantined, o1 released to the pool (one object at most)
+	var o3 []byte
+	var st impl.Stats
+	must(t, during(t, newPause(impl.YieldGuardMade),
+		func() error { var err error; o3, err = c.Alloc(size); return err },
+		func() {
+			// o1's address again: the stale free frees the new object.
+			if err := d.Free(o1); err != nil {
+				t.Fatalf("the stale free of %#x, a guarded object's start again: %v", stale, err)
+			}
+			st = a.Stats()
+		}))
+	if addrOf(o3) != stale {
+		t.Fatalf("the guarded allocation is at %#x, not at o1's %#x: the set-up did not reuse it", addrOf(o3), stale)
+	}
+	cs := st.Classes[k]
+	if cs.Allocs < cs.Frees {
+		t.Fatalf("Stats after a guarded object was made and freed: Allocs %d, Frees %d: the free counted before its allocation", cs.Allocs, cs.Frees)
+	}
+	must(t, c.Close())
+	must(t, d.Close())
+}
