@@ -448,7 +448,9 @@ func (c *Cache) freeRead(off uintptr) error {
 		return ErrClosed
 	}
 	i := off >> spec.SuperblockShift
-	if e := c.way(i); e.key == i<<1 && !c.adoptOnFree(e.sb) {
+	// A hit on another cache's superblock frees remotely; an orphan is
+	// adopted below, once the header says the address is a slot start.
+	if e := c.way(i); e.key == i<<1 && e.sb.owner.Load() != nil {
 		return c.freeRemote(e, off)
 	}
 	addr := a.base + off
@@ -475,7 +477,23 @@ func (c *Cache) freeRead(off uintptr) error {
 			// adoption waited on a.mu while this one ended: what was read may
 			// describe a layout that is gone. Once c owns sb, only c changes
 			// it, so the next reading is final.
-			if sb.remote.Load() != rs || c.adoptOnFree(sb) && !mutant.AdoptStale {
+			if sb.remote.Load() != rs {
+				continue
+			}
+			// FREE-INVALID: an address that is not a slot start in the
+			// layout the header gave at its load (so not one at that
+			// instant) is refused and changes no state. In an orphan it is
+			// refused here, before adoption, which would change the
+			// orphan's owner and list, collect its pending frees and
+			// perhaps release it. (Into an owned superblock the fast path
+			// refuses it, from the entry filled below.)
+			size := uint32(spec.ClassSize(int(k)))
+			if rel := uint32(off) & (spec.SuperblockSize - 1); (rel%size != 0 || rel/size >= uint32(spec.ClassObjects(int(k)))) && sb.owner.Load() == nil {
+				c.fillEntry(c.way(i), i, sb, rs, gen, k) // not mine: c owns no orphan
+				c.countMiss()
+				return c.reject(errInvalid(addr, int(k)))
+			}
+			if c.adoptOnFree(sb) && !mutant.AdoptStale {
 				continue
 			}
 			e := c.way(i)

@@ -275,6 +275,11 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	sb.runLen, sb.usable, sb.site = 1, uintptr(size), site
 	sb.reserved = c.reserving && !mutant.GuardedNoReserve // FREE-DOUBLE: a moving Realloc's (Cache.Realloc)
 	c.gotReserved = sb.reserved
+	// STATS-LEAD: counted at the event, never held, and before the header
+	// says guard: from then on a free of its start (a stale pointer, racing
+	// this allocation) frees it and is published at once (freeGuarded), and
+	// Stats must not count that free without this allocation.
+	c.creditAllocs(k, 1)
 	sb.meta.Store(packMeta(gen, stateGuard, uint8(k)))
 	a.counts.guard++
 	a.quar.allocs++
@@ -282,7 +287,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	a.quar.bytes += uint64(size)
 	locked = false
 	a.mu.Unlock()
-	c.creditAllocs(k, 1) // STATS-LEAD: counted at the event, never held
+	yield(YieldGuardMade)
 	c.guardLeft[k] = c.guardInterval() - 1
 	return b[:n]
 }

@@ -101,10 +101,33 @@ func (a *Allocator) Stats() Stats {
 	for k := range s.Classes {
 		s.Classes[k] = ClassStats{Class: k, Size: spec.ClassSize(k), SlabObjects: spec.ClassObjects(k)}
 	}
+	// STATS-LEAD, STATS-LAG: every cache's frees first, then every cache's
+	// allocs. Each published free is of an allocation credited before it,
+	// frees only grow, and each cache's allocs are at least its true
+	// allocations at every instant: so the frees read are at most the true
+	// frees at the instant between the two passes, and the allocs read at
+	// least the true allocations then, and Allocs-Frees is at least the
+	// live objects of that instant, even while other goroutines allocate
+	// and free. Read the other way round (allocs, then frees, of each cache),
+	// an allocation credited and freed and published between the two loads
+	// had its free counted and not its allocation: Allocs-Frees under the
+	// live count, or below zero (wrapped). A cache that retires between
+	// the passes (Close) is read once for each counter: its frees from
+	// itself, its allocs from the retired totals.
+	a.regMu.Lock()
+	for k := range s.Classes {
+		s.Classes[k].Frees = a.retired.frees[k]
+	}
+	for c := range a.caches {
+		for k := range s.Classes {
+			s.Classes[k].Frees += c.pub[k].frees.Load()
+		}
+	}
+	a.regMu.Unlock()
+	yield(YieldStatsRead)
 	a.regMu.Lock()
 	for k := range s.Classes {
 		s.Classes[k].Allocs = a.retired.allocs[k]
-		s.Classes[k].Frees = a.retired.frees[k]
 	}
 	s.DoubleFrees, s.InvalidFrees = a.retired.double, a.retired.invalid
 	s.SuperblockCacheMisses = a.retired.sbcFills
@@ -112,7 +135,6 @@ func (a *Allocator) Stats() Stats {
 	for c := range a.caches {
 		for k := range s.Classes {
 			s.Classes[k].Allocs += c.pub[k].allocs.Load()
-			s.Classes[k].Frees += c.pub[k].frees.Load()
 		}
 		s.DoubleFrees += c.ev.double.Load()
 		s.InvalidFrees += c.ev.invalid.Load()

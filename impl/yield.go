@@ -33,6 +33,8 @@ const (
 	YieldReallocMoved   = "realloc.moved"   // a moving Realloc allocated its new object, before copying into it
 	YieldRefillAcquire  = "refill.acquire"  // refill drained its stack and found no partial superblock, before acquiring (orphanFull)
 	YieldAllocTaken     = "alloc.taken"     // allocSlow took the current superblock's next group (takeGroupPinned), before checking its lowest object's pending bit
+	YieldStatsRead      = "stats.read"      // Stats read one kind of class counter of every cache, before the other kind
+	YieldGuardMade      = "guard.made"      // allocGuarded made its superblock a guarded object and unlocked, before returning it
 )
 
 // lockMu locks mu. In refalloc_yield builds it yields while mu is busy, so the
