@@ -488,7 +488,7 @@ func (c *Cache) freeRead(off uintptr) error {
 			// perhaps release it. (Into an owned superblock the fast path
 			// refuses it, from the entry filled below.)
 			size := uint32(spec.ClassSize(int(k)))
-			if rel := uint32(off) & (spec.SuperblockSize - 1); (rel%size != 0 || rel/size >= uint32(spec.ClassObjects(int(k)))) && sb.owner.Load() == nil {
+			if rel := uint32(off) & (spec.SuperblockSize - 1); (rel%size != 0 || rel/size >= uint32(spec.ClassObjects(int(k)))) && sb.owner.Load() == nil && !mutant.InvalidAdopts {
 				c.fillEntry(c.way(i), i, sb, rs, gen, k) // not mine: c owns no orphan
 				c.countMiss()
 				return c.reject(errInvalid(addr, int(k)))

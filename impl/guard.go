@@ -279,7 +279,9 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	// says guard: from then on a free of its start (a stale pointer, racing
 	// this allocation) frees it and is published at once (freeGuarded), and
 	// Stats must not count that free without this allocation.
-	c.creditAllocs(k, 1)
+	if !mutant.GuardCreditLate {
+		c.creditAllocs(k, 1)
+	}
 	sb.meta.Store(packMeta(gen, stateGuard, uint8(k)))
 	a.counts.guard++
 	a.quar.allocs++
@@ -288,6 +290,9 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	locked = false
 	a.mu.Unlock()
 	yield(YieldGuardMade)
+	if mutant.GuardCreditLate {
+		c.creditAllocs(k, 1)
+	}
 	c.guardLeft[k] = c.guardInterval() - 1
 	return b[:n]
 }

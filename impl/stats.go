@@ -114,28 +114,20 @@ func (a *Allocator) Stats() Stats {
 	// live count, or below zero (wrapped). A cache that retires between
 	// the passes (Close) is read once for each counter: its frees from
 	// itself, its allocs from the retired totals.
+	first, second := a.readFrees, a.readAllocs
+	if mutant.StatsAllocsFirst {
+		first, second = second, first
+	}
 	a.regMu.Lock()
-	for k := range s.Classes {
-		s.Classes[k].Frees = a.retired.frees[k]
-	}
-	for c := range a.caches {
-		for k := range s.Classes {
-			s.Classes[k].Frees += c.pub[k].frees.Load()
-		}
-	}
+	first(&s)
 	a.regMu.Unlock()
 	yield(YieldStatsRead)
 	a.regMu.Lock()
-	for k := range s.Classes {
-		s.Classes[k].Allocs = a.retired.allocs[k]
-	}
+	second(&s)
 	s.DoubleFrees, s.InvalidFrees = a.retired.double, a.retired.invalid
 	s.SuperblockCacheMisses = a.retired.sbcFills
 	s.WriteAfterFrees = a.retired.waf
 	for c := range a.caches {
-		for k := range s.Classes {
-			s.Classes[k].Allocs += c.pub[k].allocs.Load()
-		}
 		s.DoubleFrees += c.ev.double.Load()
 		s.InvalidFrees += c.ev.invalid.Load()
 		s.SuperblockCacheMisses += c.ev.sbcFills.Load()
@@ -150,6 +142,31 @@ func (a *Allocator) Stats() Stats {
 	s.Guard = a.guardStats()
 	a.mu.Unlock()
 	return s
+}
+
+// readFrees sets s's frees of each class: the retired caches' and the open
+// caches' published ones. The caller holds a.regMu.
+func (a *Allocator) readFrees(s *Stats) {
+	for k := range s.Classes {
+		s.Classes[k].Frees = a.retired.frees[k]
+	}
+	for c := range a.caches {
+		for k := range s.Classes {
+			s.Classes[k].Frees += c.pub[k].frees.Load()
+		}
+	}
+}
+
+// readAllocs is readFrees for the allocations.
+func (a *Allocator) readAllocs(s *Stats) {
+	for k := range s.Classes {
+		s.Classes[k].Allocs = a.retired.allocs[k]
+	}
+	for c := range a.caches {
+		for k := range s.Classes {
+			s.Classes[k].Allocs += c.pub[k].allocs.Load()
+		}
+	}
 }
 
 // retire folds a closing cache's counters into the Allocator's totals.

@@ -294,4 +294,7 @@ var All = []Mutant{
 	{"flushtokensearly", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush gives the per-P caches' tokens back before it flushes them, not after: a goroutine on that P uses its cache while Flush flushes it"},
 	{"reroutenotifiedkept", "LIFECYCLE", "Cache.Free", "reroute forwards the superblocks of a stack it pops without clearing their notified mark: forward's notify sees the mark and pushes nothing, and the next remote free into one is announced to nobody"},
 	{"collectheldanysb", "FREE-DOUBLE", "Cache.Flush", "collectWord masks the collected bits with the cache's held group when the group index matches, without asking whether the held group is of this superblock: a legitimate remote free is taken for a double free and the object is lost"},
+	{"statsallocsfirst", "STATS-LEAD", "Allocator.Stats", "Stats reads every cache's allocs before any cache's frees: an allocation credited, freed and published between the two reads has its free counted and not its allocation, and Allocs-Frees under-reports the live objects (or wraps)"},
+	{"guardcreditlate", "STATS-LEAD", "Cache.Alloc", "a guarded allocation is credited after the header says guard and the lock is released: a stale free of the superblock's start frees it and is published first, and Stats counts more frees than allocations"},
+	{"invalidadopts", "FREE-INVALID", "Cache.Free", "a free into an orphan adopts it before the header check of the address: an interior or tail address is refused, but the orphan has a new owner, its pending frees collected"},
 }

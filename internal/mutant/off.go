@@ -277,6 +277,9 @@ const (
 	ReleaseOrphanCount   = false
 	OrphanKeptEmpty      = false
 	FlushTokensEarly     = false
+	StatsAllocsFirst     = false
+	GuardCreditLate      = false
+	InvalidAdopts        = false
 	RerouteNotifiedKept  = false
 	CollectHeldAnySB     = false
 )
