@@ -5,10 +5,14 @@ package invariants
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/internal/mutant"
@@ -289,12 +293,39 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 	}
 	if before != nil {
 		after := h.A.Snapshot()
+		if got == oracle.InvalidPointer {
+			if d := RefusalDiff(before, after); d != "" {
+				return got, violation(spec.RuleFreeInvalid, "Free(%#x) on cache %d returned %v and changed the state:\n%s", addr(b), id, got, d)
+			}
+		}
 		if v := checkMiss(before, after, ids, addr(b)); v != nil {
 			return got, v
 		}
 		h.misses += totalMisses(after) - totalMisses(before)
 	}
 	return got, nil
+}
+
+// RefusalDiff is what changed from before to after, snapshots around a free
+// refused as invalid, that FREE-INVALID says it must not change: anything but
+// the statistics (the bad-free counter counts it, a miss may be counted) and
+// the superblock-cache entries (a cache, filled on the way). "" if nothing.
+func RefusalDiff(before, after *impl.Snapshot) string {
+	// The same comparison by reflect.DeepEqual first: cmp.Diff of two whole
+	// snapshots is slow, and a refusal is usually right.
+	strip := func(s impl.Snapshot) impl.Snapshot {
+		s.Stats, s.Now = impl.Stats{}, 0
+		s.Caches = slices.Clone(s.Caches)
+		for i := range s.Caches {
+			s.Caches[i].CacheCounters, s.Caches[i].Entries = impl.CacheCounters{}, nil
+		}
+		return s
+	}
+	if reflect.DeepEqual(strip(*before), strip(*after)) {
+		return ""
+	}
+	return cmp.Diff(before, after, cmpopts.IgnoreFields(impl.Snapshot{}, "Stats", "Now"),
+		cmpopts.IgnoreFields(impl.CacheState{}, "CacheCounters", "Entries"))
 }
 
 // checkMiss checks that a free of addr by one of the caches ids counted the

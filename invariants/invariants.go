@@ -737,6 +737,22 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	return first
 }
 
+// SuperblockAt returns the header of the superblock holding addr in the
+// snapshot, nil if addr is outside the reservation or its header was never
+// used.
+func SuperblockAt(s *impl.Snapshot, addr uintptr) *impl.SuperblockState {
+	if addr < s.Base || addr >= s.Base+s.Size {
+		return nil
+	}
+	idx := int(addr-s.Base) / s.SuperblockSize
+	for i := range s.Superblocks {
+		if s.Superblocks[i].Index == idx {
+			return &s.Superblocks[i]
+		}
+	}
+	return nil
+}
+
 // ExpectMiss predicts, from a snapshot, whether cache id's free of addr counts
 // a superblock-cache miss (Stats.SuperblockCacheMisses): a free that reads the
 // header of a small superblock because the cache has no entry it can use for
@@ -746,16 +762,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 // superblock that is an orphan is adopted first, which reads the header again:
 // a miss.
 func ExpectMiss(s *impl.Snapshot, id int, addr uintptr) bool {
-	if addr < s.Base || addr >= s.Base+s.Size {
-		return false
-	}
-	idx := int(addr-s.Base) / s.SuperblockSize
-	var st *impl.SuperblockState
-	for i := range s.Superblocks {
-		if s.Superblocks[i].Index == idx {
-			st = &s.Superblocks[i]
-		}
-	}
+	st := SuperblockAt(s, addr)
 	if st == nil || st.State != impl.SBSmall {
 		return false
 	}
@@ -765,7 +772,7 @@ func ExpectMiss(s *impl.Snapshot, id int, addr uintptr) bool {
 		}
 		for _, e := range c.Entries {
 			switch {
-			case e.Superblock != idx:
+			case e.Superblock != st.Index:
 			case e.Mine:
 				return false
 			case st.Orphan:
@@ -792,12 +799,7 @@ func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 	}
 	off := addr - s.Base
 	idx, rel := int(off)/s.SuperblockSize, int(off)%s.SuperblockSize
-	var st *impl.SuperblockState
-	for i := range s.Superblocks {
-		if s.Superblocks[i].Index == idx {
-			st = &s.Superblocks[i]
-		}
-	}
+	st := SuperblockAt(s, addr)
 	switch {
 	case st == nil:
 		return oracle.InvalidPointer
