@@ -21,4 +21,5 @@ var (
 	CheckMiss     = checkMiss
 	CheckTrimmed  = checkTrimmed
 	ContainsCount = containsCount
+	Flushed       = flushed
 )

@@ -294,4 +294,11 @@ var All = []Mutant{
 	{"flushtokensearly", "FRONT-EXCLUSIVE", "Allocator.Flush", "Allocator.Flush gives the per-P caches' tokens back before it flushes them, not after: a goroutine on that P uses its cache while Flush flushes it"},
 	{"reroutenotifiedkept", "LIFECYCLE", "Cache.Free", "reroute forwards the superblocks of a stack it pops without clearing their notified mark: forward's notify sees the mark and pushes nothing, and the next remote free into one is announced to nobody"},
 	{"collectheldanysb", "FREE-DOUBLE", "Cache.Flush", "collectWord masks the collected bits with the cache's held group when the group index matches, without asking whether the held group is of this superblock: a legitimate remote free is taken for a double free and the object is lost"},
+	{"pendingbeyond", "CONSERVE", "invariants.Check", "the check of bits beyond a superblock's last object looks at its free and held bits, not its pending ones: a remote free accepted at a tail address passes"},
+	{"oomorphanpartial", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check counts an orphan of the class as room only when a sixteenth of its objects are free (LIFECYCLE's partial threshold), not when any is: an OOM with an orphan holding a few free objects passes"},
+	{"realloczerolen", "ZEROED", "invariants.Harness.Realloc", "the harness checks that Realloc's bytes past those kept read zero only up to the result's len, not its capacity"},
+	{"flushedskippending", "STATS-EXACT", "invariants.Harness.Flush", "the check after a cache's Flush looks at its superblocks' unpublished local frees, not their pending remote frees: a Flush that does not collect passes"},
+	{"edgenonext", "ZEROED", "invariants.EdgeSizes", "EdgeSizes lists every class's size but not the byte after it: the machine and TestBoundaries never cross a class edge from below by one byte"},
+	{"sharedzerolen", "ZEROED", "invariants.Shared.Alloc", "Shared checks that a handed-out object reads zero over its len only, not its capacity"},
+	{"sharedintegritylen", "INTEGRITY", "invariants.Shared.Free", "Shared checks a freed object's fill over its len only, not its capacity: an overwritten tail passes"},
 }

@@ -279,6 +279,13 @@ const (
 	FlushTokensEarly     = false
 	RerouteNotifiedKept  = false
 	CollectHeldAnySB     = false
+	PendingBeyond        = false
+	OOMOrphanPartial     = false
+	ReallocZeroLen       = false
+	FlushedSkipPending   = false
+	EdgeNoNext           = false
+	SharedZeroLen        = false
+	SharedIntegrityLen   = false
 )
 
 func Drop() bool { return false }

@@ -296,6 +296,13 @@ var (
 	FlushTokensEarly     = on("flushtokensearly")
 	RerouteNotifiedKept  = on("reroutenotifiedkept")
 	CollectHeldAnySB     = on("collectheldanysb")
+	PendingBeyond        = on("pendingbeyond")
+	OOMOrphanPartial     = on("oomorphanpartial")
+	ReallocZeroLen       = on("realloczerolen")
+	FlushedSkipPending   = on("flushedskippending")
+	EdgeNoNext           = on("edgenonext")
+	SharedZeroLen        = on("sharedzerolen")
+	SharedIntegrityLen   = on("sharedintegritylen")
 )
 
 var remoteFrees atomic.Uint64

@@ -1,0 +1,164 @@
+package invariants_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/oracle"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Tests from adv3, an outside round of semantic bugs written into the checkers
+// and the model: each feeds one check what only that check can see, and
+// requires its own report.
+
+// TestConserveCatchesPendingBeyondObjects (CONSERVE): a pending remote free
+// past a superblock's last object (a tail address a remote free took for a
+// slot) is a bit beyond its objects, like a free or held one.
+// Slip: the check ORs the free and held bits and forgets the pending ones.
+func TestConserveCatchesPendingBeyondObjects(t *testing.T) {
+	h, id := setup(t)
+	k := recycled(t, h, id) // class 4096: 16 objects, one group of 16 bits
+	s := clean(t, h)
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.State == impl.SBSmall && st.Class == k {
+			st.Pending[0] |= 1 << 20
+			st.Notified = true // announced: only the bits beyond can be wrong
+		}
+	}
+	fires(t, spec.RuleConserve, "bits beyond its", invariants.Check(s, h.M))
+}
+
+// TestOOMCatchesOrphanWithOneFree (OOM-REAL): before an out-of-memory, a
+// refill that finds no partial superblock and no room in the pool adopts an
+// orphan with any free object of the class, fewer than a sixteenth too
+// (impl.Cache.sparse). An orphan of class 112 (585 objects) with one free
+// object must make CheckOOM refuse the out-of-memory.
+// Slip: the orphan check uses LIFECYCLE's partial threshold (a sixteenth)
+// instead of "any free object".
+func TestOOMCatchesOrphanWithOneFree(t *testing.T) {
+	h, id := setup(t)
+	must(t, h.Alloc(id, 100, 1))
+	k := oracle.ClassOf(100, 1)
+	if spec.ClassObjects(k)/16 < 2 {
+		t.Fatalf("class %d has %d objects: one free object is a sixteenth", k, spec.ClassObjects(k))
+	}
+	s := clean(t, h)
+	s.FreeRuns = nil // no room in the pool
+	orphaned := 0
+	for i := range s.Caches {
+		s.Caches[i].Held = nil
+	}
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.State == impl.SBSmall && st.Class == k {
+			st.Owner, st.Orphan, st.Current, st.List = -1, true, false, "orphan"
+			clear(st.Free)
+			st.Free[len(st.Free)-1] = 1 // one free object, in the last group
+			st.NFree, st.LocalFreed = 1, 0
+			orphaned++
+		}
+	}
+	if orphaned != 1 {
+		t.Fatalf("%d superblocks of class %d, want 1", orphaned, k)
+	}
+	fires(t, spec.RuleOOMReal, "free objects in orphan", invariants.CheckOOM(s, []int{id}, 100, 1))
+}
+
+// TestFlushedCatchesPendingRemoteFree (STATS-EXACT): after a cache's Flush,
+// no superblock it owns has a remote free pending (Flush collects them).
+// Slip: the check after Flush looks at the unpublished local frees only.
+func TestFlushedCatchesPendingRemoteFree(t *testing.T) {
+	h, id := setup(t)
+	must(t, h.Alloc(id, 100, 1))
+	must(t, h.Flush(id))
+	s := h.A.Snapshot()
+	if vs := invariants.Flushed(s, []int{id}); len(vs) != 0 {
+		t.Fatalf("a flushed cache fails: %v", vs)
+	}
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.State == impl.SBSmall && st.Owner == id {
+			st.Pending[0] |= 1 // the live object, freed remotely and not collected
+		}
+	}
+	fires(t, spec.RuleStatsExact, "pending", invariants.Flushed(s, []int{id}))
+}
+
+// strayInNextSlot writes a byte into the last byte of the slot after b's, a
+// fresh slot of b's class that the cache hands out next: fresh memory is not
+// zeroed again, so that object comes back dirty past any len < its capacity.
+func strayInNextSlot(b []byte) {
+	size := cap(b)
+	unsafe.Slice(unsafe.SliceData(b), 2*size)[2*size-1] = 7
+}
+
+// TestHarnessReallocChecksWholeCapacity (ZEROED): Realloc's bytes past those
+// it kept read zero up to the result's capacity, not its length. A Realloc
+// that moves an 8-byte object to 100 bytes lands in the next slot of class
+// 112, whose last byte was written while it was free.
+// Slip: the zero check stops at len(r).
+func TestHarnessReallocChecksWholeCapacity(t *testing.T) {
+	h, id := setup(t)
+	must(t, h.Alloc(id, 100, 1))
+	strayInNextSlot(h.Object(h.LastAddr))
+	must(t, h.Alloc(id, 8, 1))
+	if err := h.Realloc(id, h.LastAddr, 100); err == nil || !strings.Contains(err.Error(), spec.RuleZeroed) {
+		t.Fatalf("Realloc into a slot with a dirty byte past len: %v", err)
+	}
+}
+
+// TestSharedChecksWholeCapacity (ZEROED, INTEGRITY): Shared, like the
+// harness, checks an object over its capacity: an Alloc handed a fresh slot
+// with a dirty byte past len, and a live object whose tail was overwritten
+// when it is freed.
+// Slips: either check ranges over len(b) only.
+func TestSharedChecksWholeCapacity(t *testing.T) {
+	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer sh.Close()
+	c, id, err := sh.OpenCache()
+	must(t, err)
+	o, ok := sh.Alloc(c, id, 100, 1, 0x11)
+	if !ok {
+		t.Fatal("Alloc failed")
+	}
+	strayInNextSlot(o.B)
+	p, _ := sh.Alloc(c, id, 100, 1, 0x22)
+	if !slices.ContainsFunc(sh.Violations(), func(v *invariants.Violation) bool { return v.Rule == spec.RuleZeroed }) {
+		t.Fatalf("a slot with a dirty byte past len handed out: %v", sh.Violations())
+	}
+	o.B[:cap(o.B)][cap(o.B)-1] ^= 0xff
+	sh.Free(c, id, o)
+	if !slices.ContainsFunc(sh.Violations(), func(v *invariants.Violation) bool { return v.Rule == spec.RuleIntegrity }) {
+		t.Fatalf("a live object's tail overwritten, then freed: %v", sh.Violations())
+	}
+	if p.B != nil {
+		sh.Free(c, id, p)
+	}
+}
+
+// TestEdgeSizesCoverEveryChange (ZEROED, ALIGN): the machine's and
+// TestBoundaries' edge sizes hold both sides of every size where the usable
+// size changes (the oracle's rule: the next class, large, one page more), up to
+// three superblocks, and the reservation's edges.
+// Slip: EdgeSizes lists each class's size but not the byte after it.
+func TestEdgeSizesCoverEveryChange(t *testing.T) {
+	const reservation = 16 * spec.SuperblockSize
+	edges := map[int]bool{}
+	for _, n := range invariants.EdgeSizes(reservation) {
+		edges[n] = true
+	}
+	for n := 0; n < 3*spec.SuperblockSize; n++ {
+		if oracle.UsableSize(n, 1) != oracle.UsableSize(n+1, 1) && !(edges[n] && edges[n+1]) {
+			t.Errorf("the usable size changes between %d and %d bytes: EdgeSizes has %v and %v", n, n+1, edges[n], edges[n+1])
+		}
+	}
+	for _, n := range []int{0, reservation - 1, reservation, reservation + 1} {
+		if !edges[n] {
+			t.Errorf("EdgeSizes lacks %d", n)
+		}
+	}
+}
