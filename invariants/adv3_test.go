@@ -112,9 +112,9 @@ func TestHarnessReallocChecksWholeCapacity(t *testing.T) {
 
 // TestSharedChecksWholeCapacity (ZEROED, INTEGRITY): Shared, like the
 // harness, checks an object over its capacity: an Alloc handed a fresh slot
-// with a dirty byte past len, and a live object whose tail was overwritten
-// when it is freed.
-// Slips: either check ranges over len(b) only.
+// with a dirty byte past len, a live object whose tail was overwritten when it
+// is freed, and one nobody frees at CheckFills.
+// Slips: any of the three checks ranges over len(b) only.
 func TestSharedChecksWholeCapacity(t *testing.T) {
 	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
@@ -135,6 +135,13 @@ func TestSharedChecksWholeCapacity(t *testing.T) {
 	if !slices.ContainsFunc(sh.Violations(), func(v *invariants.Violation) bool { return v.Rule == spec.RuleIntegrity }) {
 		t.Fatalf("a live object's tail overwritten, then freed: %v", sh.Violations())
 	}
+	q, ok := sh.Alloc(c, id, 100, 1, 0x33)
+	if !ok {
+		t.Fatal("Alloc failed")
+	}
+	q.B[:cap(q.B)][cap(q.B)-1] ^= 0xff
+	sh.CheckFills()
+	fires(t, spec.RuleIntegrity, "no longer holds its fill", sh.Violations())
 	if p.B != nil {
 		sh.Free(c, id, p)
 	}
@@ -160,5 +167,102 @@ func TestEdgeSizesCoverEveryChange(t *testing.T) {
 		if !edges[n] {
 			t.Errorf("EdgeSizes lacks %d", n)
 		}
+	}
+}
+
+// TestSharedSettleChecksSurvivor (INTEGRITY): an object that outlives the
+// stale frees on its address (here one through a closed cache, refused as
+// ErrClosed) must still hold its fill over its whole capacity at Settle.
+// Slip: Settle's fit test reads the survivor over its len only.
+func TestSharedSettleChecksSurvivor(t *testing.T) {
+	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer sh.Close()
+	c, id, err := sh.OpenCache()
+	must(t, err)
+	d, closed, err := sh.OpenCache()
+	must(t, err)
+	sh.CloseCache(d, closed)
+	o, ok := sh.Alloc(c, id, 100, 1, 0x11)
+	if !ok {
+		t.Fatal("Alloc failed")
+	}
+	sh.StaleFree(d, closed, o.B) // ErrClosed: o lives on
+	o.B[:cap(o.B)][cap(o.B)-1] ^= 0xff
+	sh.Settle()
+	fires(t, spec.RuleIntegrity, "live after stale frees on it", sh.Violations())
+}
+
+// TestSharedSettleChecksSurvivorsSize (REFINES): the snapshot picks which
+// outcome of the calls on an address happened; the object live before them
+// survives only if the object live there now has its usable size. Behind
+// Shared's back, the 2-superblock object is freed and a 1-superblock one takes
+// its address; a stale free refused as ErrClosed leaves the old one live to
+// the calls, which no order of them squares with the snapshot.
+// Slip: Settle takes the object live before as the outcome whatever size the
+// snapshot shows there.
+func TestSharedSettleChecksSurvivorsSize(t *testing.T) {
+	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer sh.Close()
+	d, closed, err := sh.OpenCache()
+	must(t, err)
+	sh.CloseCache(d, closed)
+	o, ok := sh.Alloc(nil, invariants.Front, 100_000, 1, 0x11) // 25 pages: 2 superblocks
+	if !ok {
+		t.Fatal("Alloc failed")
+	}
+	x := addrOf(o.B)
+	must(t, sh.A.Free(o.B)) // behind Shared's back
+	p, err := sh.A.Alloc(40_000)
+	must(t, err)
+	if addrOf(p) != x {
+		t.Fatalf("the 1-superblock object is at %#x, want %#x", addrOf(p), x)
+	}
+	sh.StaleFree(d, closed, o.B) // ErrClosed
+	sh.Settle()
+	fires(t, spec.RuleRefines, "which no order of its calls leaves", sh.Violations())
+	must(t, sh.A.Free(p))
+}
+
+// TestHarnessStatsCountsLargeSpans (LARGE-EXACT, MEM-ACCOUNT): Harness.Stats
+// compares Stats.LargeSuperblocks with the superblocks the model's large
+// objects span. Two 1-superblock objects whose sizes the model has as one
+// page and 31 pages keep the live bytes (so CheckStats is content) and span
+// three superblocks, not two.
+// Slip: Harness.Stats compares the number of large objects only.
+func TestHarnessStatsCountsLargeSpans(t *testing.T) {
+	h, id := setup(t)
+	must(t, h.Alloc(id, spec.SuperblockSize, 1))
+	a := h.LastAddr
+	must(t, h.Alloc(id, spec.SuperblockSize, 1))
+	b := h.LastAddr
+	must(t, h.Stats())
+	oa, _ := h.M.Forget(a)
+	ob, _ := h.M.Forget(b)
+	oa.Usable, ob.Usable = spec.PageSize, 2*spec.SuperblockSize-spec.PageSize
+	h.M.Restore(oa)
+	h.M.Restore(ob)
+	if err := h.Stats(); err == nil || !strings.Contains(err.Error(), "large objects in") {
+		t.Fatalf("Stats with the model spanning 3 superblocks and the allocator 2: %v", err)
+	}
+}
+
+// TestHarnessLeaksRefusesSiteOutsideDebug (REFINES): Leaks names an
+// allocation site in debug mode (and for guarded objects) only. A harness
+// that expects no debug mode of an allocator that records sites must refuse
+// them.
+// Slip: the check requires a site where one is due and never its absence.
+func TestHarnessLeaksRefusesSiteOutsideDebug(t *testing.T) {
+	h, err := invariants.NewHarness(impl.Options{Reserve: 32 * spec.SuperblockSize, Debug: true})
+	must(t, err)
+	t.Cleanup(func() { h.Close() })
+	id, err := h.NewCache()
+	must(t, err)
+	must(t, h.Alloc(id, 100, 1))
+	must(t, h.Leaks())
+	h.SetDebug(false)
+	if err := h.Leaks(); err == nil || !strings.Contains(err.Error(), "has site") {
+		t.Fatalf("a site outside debug mode: %v", err)
 	}
 }

@@ -23,3 +23,7 @@ var (
 	ContainsCount = containsCount
 	Flushed       = flushed
 )
+
+// SetDebug changes whether the harness expects the allocator to be in debug
+// mode, for a test that makes it expect what the allocator does not do.
+func (h *Harness) SetDebug(debug bool) { h.debug = debug }

@@ -602,13 +602,19 @@ func (s *Shared) Settle() {
 			}
 			return j.held[o.Live]
 		}
-		fits := func(h SharedObj) bool { return h.B == nil || h.Mixed || uniform(h.B[:cap(h.B)], h.Fill) }
+		fits := func(h SharedObj) bool {
+			whole := h.B[:cap(h.B)]
+			if mutant.SettleFitsLen {
+				whole = h.B
+			}
+			return h.B == nil || h.Mixed || uniform(whole, h.Fill)
+		}
 		var cands []int
 		for i, o := range outs {
 			usable, isLive := live[x]
 			switch {
 			case o.Live == oracle.LiveNone && !isLive:
-			case o.Live == oracle.LiveBefore && isLive && usable == j.before.Usable:
+			case o.Live == oracle.LiveBefore && isLive && (usable == j.before.Usable || mutant.SettleUsableIgnored):
 			case o.Live >= 0 && isLive && usable == j.objs[o.Live].Usable:
 			default:
 				continue
@@ -682,7 +688,11 @@ func (s *Shared) CheckFills() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for x, o := range s.live {
-		if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
+		whole := o.B[:cap(o.B)]
+		if mutant.SharedCheckFillsLen {
+			whole = o.B
+		}
+		if !o.Mixed && !uniform(whole, o.Fill) {
 			s.record(violation(spec.RuleIntegrity, "live object %#x no longer holds its fill %#x", x, o.Fill))
 		}
 	}

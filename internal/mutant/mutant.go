@@ -301,4 +301,9 @@ var All = []Mutant{
 	{"edgenonext", "ZEROED", "invariants.EdgeSizes", "EdgeSizes lists every class's size but not the byte after it: the machine and TestBoundaries never cross a class edge from below by one byte"},
 	{"sharedzerolen", "ZEROED", "invariants.Shared.Alloc", "Shared checks that a handed-out object reads zero over its len only, not its capacity"},
 	{"sharedintegritylen", "INTEGRITY", "invariants.Shared.Free", "Shared checks a freed object's fill over its len only, not its capacity: an overwritten tail passes"},
+	{"sharedcheckfillslen", "INTEGRITY", "invariants.Shared.CheckFills", "CheckFills checks a live object's fill over its len only, not its capacity"},
+	{"settleusableignored", "REFINES", "invariants.Shared.Settle", "Settle takes the object live before the calls on an address as their outcome whatever usable size the snapshot shows there"},
+	{"settlefitslen", "INTEGRITY", "invariants.Shared.Settle", "Settle checks a survivor of stale frees over its len only, not its capacity"},
+	{"statsspansignored", "LARGE-EXACT", "invariants.Harness.Stats", "Harness.Stats compares the number of large objects with the model's, not the superblocks they span"},
+	{"leakssiteextra", "REFINES", "invariants.Harness.Leaks", "Harness.Leaks requires an allocation site where one is due and never its absence: sites recorded outside debug and guard mode pass"},
 }

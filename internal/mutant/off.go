@@ -286,6 +286,11 @@ const (
 	EdgeNoNext           = false
 	SharedZeroLen        = false
 	SharedIntegrityLen   = false
+	SharedCheckFillsLen  = false
+	SettleUsableIgnored  = false
+	SettleFitsLen        = false
+	StatsSpansIgnored    = false
+	LeaksSiteExtra       = false
 )
 
 func Drop() bool { return false }

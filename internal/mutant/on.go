@@ -303,6 +303,11 @@ var (
 	EdgeNoNext           = on("edgenonext")
 	SharedZeroLen        = on("sharedzerolen")
 	SharedIntegrityLen   = on("sharedintegritylen")
+	SharedCheckFillsLen  = on("sharedcheckfillslen")
+	SettleUsableIgnored  = on("settleusableignored")
+	SettleFitsLen        = on("settlefitslen")
+	StatsSpansIgnored    = on("statsspansignored")
+	LeaksSiteExtra       = on("leakssiteextra")
 )
 
 var remoteFrees atomic.Uint64
