@@ -266,3 +266,62 @@ func TestHarnessLeaksRefusesSiteOutsideDebug(t *testing.T) {
 		t.Fatalf("a site outside debug mode: %v", err)
 	}
 }
+
+// TestCheckTrimmedRequiresFrontFlushed (STATS-EXACT, MEM-ACCOUNT): Trim
+// flushes the Allocator's own caches first; a snapshot in which a front cache
+// still holds a group fails the check after Trim.
+// Slip: checkTrimmed looks at the pool and Committed only.
+func TestCheckTrimmedRequiresFrontFlushed(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	b, err := a.Alloc(64) // a front cache takes a group and holds the rest
+	must(t, err)
+	defer a.Free(b)
+	fires(t, spec.RuleStatsExact, "groups after Flush", invariants.CheckTrimmed(a.Snapshot()))
+}
+
+// TestExpectInPlaceFront (REFINES): a small object that no front cache owns
+// moves when the Allocator resizes it, even within its class; one its own
+// cache resizes within its class stays. The harness is sure of both.
+// Slip: the harness is never sure of a Realloc through the Allocator.
+func TestExpectInPlaceFront(t *testing.T) {
+	h, c := setup(t)
+	must(t, h.Alloc(c, 100, 1))
+	s := h.A.Snapshot()
+	if in, sure := invariants.ExpectInPlace(s, invariants.Front, h.LastAddr, 110); in || !sure {
+		t.Errorf("the Allocator resizing cache %d's object: in place %v, sure %v; want a sure move", c, in, sure)
+	}
+	if in, sure := invariants.ExpectInPlace(s, c, h.LastAddr, 110); !in || !sure {
+		t.Errorf("cache %d resizing its own object within its class: in place %v, sure %v; want sure in place", c, in, sure)
+	}
+}
+
+// TestReportNamesEachField (GUARD-FAULT): a use-after-free report names the
+// access, the object, the offset, class and size, and the three stacks; a
+// report wrong in any one of them does not name the object.
+// Slip: one field (the offset) left out of the comparison.
+func TestReportNamesEachField(t *testing.T) {
+	e := impl.Quarantined{Addr: 0x10000, Superblocks: 1, Class: 7, Usable: 112}
+	good := impl.UseAfterFreeError{Addr: 0x10005, Object: 0x10000, Offset: 5, Size: 112, Class: 7, AllocSite: "a", FreeSite: "f", AccessSite: "x"}
+	if !invariants.ReportNames(&good, e, 5) {
+		t.Fatalf("the right report: %+v", good)
+	}
+	for name, f := range map[string]func(r *impl.UseAfterFreeError){
+		"addr":     func(r *impl.UseAfterFreeError) { r.Addr++ },
+		"object":   func(r *impl.UseAfterFreeError) { r.Object += 16 },
+		"offset":   func(r *impl.UseAfterFreeError) { r.Offset++ },
+		"size":     func(r *impl.UseAfterFreeError) { r.Size = 128 },
+		"class":    func(r *impl.UseAfterFreeError) { r.Class = 8 },
+		"alloc":    func(r *impl.UseAfterFreeError) { r.AllocSite = "" },
+		"free":     func(r *impl.UseAfterFreeError) { r.FreeSite = "" },
+		"access":   func(r *impl.UseAfterFreeError) { r.AccessSite = "" },
+		"released": func(r *impl.UseAfterFreeError) { r.Released = true },
+	} {
+		r := good
+		f(&r)
+		if invariants.ReportNames(&r, e, 5) {
+			t.Errorf("a report with a wrong %s passes: %+v", name, r)
+		}
+	}
+}

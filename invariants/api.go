@@ -257,7 +257,7 @@ func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bo
 	case oracle.ClassOf(n, 1) != st.Class:
 		return false, true
 	case id == Front:
-		return false, !slices.Contains(frontIDs(s), st.Owner)
+		return false, !slices.Contains(frontIDs(s), st.Owner) && !mutant.InPlaceFrontUnsure
 	}
 	return st.Owner == id, true
 }

@@ -22,6 +22,8 @@ var (
 	CheckTrimmed  = checkTrimmed
 	ContainsCount = containsCount
 	Flushed       = flushed
+	ExpectInPlace = expectInPlace
+	ReportNames   = reportNames
 )
 
 // SetDebug changes whether the harness expects the allocator to be in debug

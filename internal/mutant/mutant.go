@@ -306,4 +306,7 @@ var All = []Mutant{
 	{"settlefitslen", "INTEGRITY", "invariants.Shared.Settle", "Settle checks a survivor of stale frees over its len only, not its capacity"},
 	{"statsspansignored", "LARGE-EXACT", "invariants.Harness.Stats", "Harness.Stats compares the number of large objects with the model's, not the superblocks they span"},
 	{"leakssiteextra", "REFINES", "invariants.Harness.Leaks", "Harness.Leaks requires an allocation site where one is due and never its absence: sites recorded outside debug and guard mode pass"},
+	{"trimnofrontflush", "STATS-EXACT", "invariants.Harness.Trim", "the check after Trim does not look at the Allocator's caches: a Trim that leaves a front cache holding a group passes"},
+	{"inplacefrontunsure", "REFINES", "invariants.Harness.Realloc", "the harness is never sure whether the Allocator's Realloc of a small object stays in place, even when no front cache owns it (so it must move)"},
+	{"reportoffsetskip", "GUARD-FAULT", "invariants.Harness.TouchQuarantined", "the check of a use-after-free report compares its address and object but not its Offset"},
 }

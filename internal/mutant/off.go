@@ -291,6 +291,9 @@ const (
 	SettleFitsLen        = false
 	StatsSpansIgnored    = false
 	LeaksSiteExtra       = false
+	TrimNoFrontFlush     = false
+	InPlaceFrontUnsure   = false
+	ReportOffsetSkip     = false
 )
 
 func Drop() bool { return false }

@@ -308,6 +308,9 @@ var (
 	SettleFitsLen        = on("settlefitslen")
 	StatsSpansIgnored    = on("statsspansignored")
 	LeaksSiteExtra       = on("leakssiteextra")
+	TrimNoFrontFlush     = on("trimnofrontflush")
+	InPlaceFrontUnsure   = on("inplacefrontunsure")
+	ReportOffsetSkip     = on("reportoffsetskip")
 )
 
 var remoteFrees atomic.Uint64
