@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -111,7 +112,7 @@ func flushed(s *impl.Snapshot, ids []int) []*Violation {
 		if st.State != impl.SBSmall || st.Owner < 0 || !mine(st.Owner) {
 			continue
 		}
-		if st.LocalFreed != 0 || slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
+		if st.LocalFreed != 0 || !mutant.FlushedSkipPending && slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
 			vs = append(vs, violation(spec.RuleStatsExact, "superblock %d of cache %d after Flush: %d local frees unpublished, pending %x",
 				st.Index, st.Owner, st.LocalFreed, st.Pending))
 		}
@@ -216,7 +217,11 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 			return violation(spec.RuleIntegrity, "Realloc(%#x, %d) = %#x: kept byte %d is %#x, was filled with %#x", old, n, addr(r), i, full[i], h.fills[old])
 		}
 	}
-	for i := keep; i < len(full); i++ {
+	end := len(full)
+	if mutant.ReallocZeroLen {
+		end = len(r)
+	}
+	for i := keep; i < end; i++ {
 		if full[i] != 0 {
 			return violation(spec.RuleZeroed, "Realloc(%#x, %d) = %#x: byte %d of %d past the %d kept is %#x", old, n, addr(r), i, cap(r), keep, full[i])
 		}
@@ -252,7 +257,7 @@ func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bo
 	case oracle.ClassOf(n, 1) != st.Class:
 		return false, true
 	case id == Front:
-		return false, !slices.Contains(frontIDs(s), st.Owner)
+		return false, !slices.Contains(frontIDs(s), st.Owner) && !mutant.InPlaceFrontUnsure
 	}
 	return st.Owner == id, true
 }
@@ -292,7 +297,7 @@ func (h *Harness) Stats() error {
 			spans += uint64(oracle.LargeSpan(o.Usable))
 		}
 	}
-	if st.Large.LiveObjects != large || uint64(st.LargeSuperblocks) != spans {
+	if st.Large.LiveObjects != large || uint64(st.LargeSuperblocks) != spans && !mutant.StatsSpansIgnored {
 		vs = append(vs, violation(spec.RuleLargeExact, "Stats: %d large objects in %d superblocks, the model has %d in %d",
 			st.Large.LiveObjects, st.LargeSuperblocks, large, spans))
 	}
@@ -328,7 +333,7 @@ func (h *Harness) Leaks() error {
 	for _, l := range got {
 		g = append(g, leak{l.Addr, l.Size, l.Class})
 		site := h.debug || s.Guard.Enabled && (l.Class == spec.Large || guarded[l.Addr])
-		if (l.Site != "") != site {
+		if (l.Site != "") != site && !(mutant.LeaksSiteExtra && l.Site != "") {
 			return violation(spec.RuleRefines, "Leaks: object %#x has site %q, debug mode %v, guard mode %v", l.Addr, l.Site, h.debug, s.Guard.Enabled)
 		}
 	}

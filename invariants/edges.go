@@ -3,6 +3,7 @@
 package invariants
 
 import (
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -16,7 +17,10 @@ import (
 func EdgeSizes(reservation int) []int {
 	var out []int
 	for k := range spec.NumClasses {
-		out = append(out, spec.ClassSize(k), spec.ClassSize(k)+1)
+		out = append(out, spec.ClassSize(k))
+		if !mutant.EdgeNoNext {
+			out = append(out, spec.ClassSize(k)+1)
+		}
 	}
 	for p := spec.MaxSmall / spec.PageSize; p <= 3*spec.SuperblockSize/spec.PageSize; p++ {
 		out = append(out, p*spec.PageSize-1, p*spec.PageSize, p*spec.PageSize+1)

@@ -21,4 +21,11 @@ var (
 	CheckMiss     = checkMiss
 	CheckTrimmed  = checkTrimmed
 	ContainsCount = containsCount
+	Flushed       = flushed
+	ExpectInPlace = expectInPlace
+	ReportNames   = reportNames
 )
+
+// SetDebug changes whether the harness expects the allocator to be in debug
+// mode, for a test that makes it expect what the allocator does not do.
+func (h *Harness) SetDebug(debug bool) { h.debug = debug }

@@ -224,7 +224,11 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 		live := 0
 		for g := range sb.Free {
 			v := sb.valid(g)
-			if (sb.Free[g]|sb.Pending[g]|sb.heldBits(g))&^v != 0 {
+			marked := sb.Free[g] | sb.Pending[g] | sb.heldBits(g)
+			if mutant.PendingBeyond {
+				marked = sb.Free[g] | sb.heldBits(g)
+			}
+			if marked&^v != 0 {
 				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: bits beyond its %d objects", sb.Index, g, sb.Objects))
 			}
 			if sb.Free[g]&sb.heldBits(g) != 0 {
@@ -691,7 +695,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d remote frees pending in orphan %d", n, align, pending, sb.Index))
 		case free == sb.Objects:
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with orphan %d empty", n, align, sb.Index))
-		case sb.Class == k && free > 0:
+		case sb.Class == k && free > 0 && (!mutant.OOMOrphanPartial || free >= max(1, sb.Objects/16)):
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in orphan %d", n, align, free, sb.Index))
 		}
 	}

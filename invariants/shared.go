@@ -236,7 +236,11 @@ func (s *Shared) handedOut(id, n, align int, b []byte, fill byte, begin, end uin
 		return SharedObj{}, false
 	}
 	full := b[:cap(b)]
-	if !uniform(full, 0) {
+	checked := full
+	if mutant.SharedZeroLen {
+		checked = b
+	}
+	if !uniform(checked, 0) {
 		s.record(violation(spec.RuleZeroed, "Alloc(%d) = %#x is not zeroed", n, x))
 	}
 	fillWith(full, fill)
@@ -265,7 +269,11 @@ func (s *Shared) startFree(id int, o SharedObj, begin uint64, verb string) *free
 		panic(fmt.Sprintf("invariants: a driver %s %#x, which it does not hold", verb, x))
 	}
 	o = held // Shared's record: Fill and Mixed as Settle left them
-	if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
+	whole := o.B[:cap(o.B)]
+	if mutant.SharedIntegrityLen {
+		whole = o.B
+	}
+	if !o.Mixed && !uniform(whole, o.Fill) {
 		s.record(violation(spec.RuleIntegrity, "object %#x lost its fill %#x", x, o.Fill))
 	}
 	obj, _ := s.M.LiveAt(x)
@@ -594,13 +602,19 @@ func (s *Shared) Settle() {
 			}
 			return j.held[o.Live]
 		}
-		fits := func(h SharedObj) bool { return h.B == nil || h.Mixed || uniform(h.B[:cap(h.B)], h.Fill) }
+		fits := func(h SharedObj) bool {
+			whole := h.B[:cap(h.B)]
+			if mutant.SettleFitsLen {
+				whole = h.B
+			}
+			return h.B == nil || h.Mixed || uniform(whole, h.Fill)
+		}
 		var cands []int
 		for i, o := range outs {
 			usable, isLive := live[x]
 			switch {
 			case o.Live == oracle.LiveNone && !isLive:
-			case o.Live == oracle.LiveBefore && isLive && usable == j.before.Usable:
+			case o.Live == oracle.LiveBefore && isLive && (usable == j.before.Usable || mutant.SettleUsableIgnored):
 			case o.Live >= 0 && isLive && usable == j.objs[o.Live].Usable:
 			default:
 				continue
@@ -674,7 +688,11 @@ func (s *Shared) CheckFills() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for x, o := range s.live {
-		if !o.Mixed && !uniform(o.B[:cap(o.B)], o.Fill) {
+		whole := o.B[:cap(o.B)]
+		if mutant.SharedCheckFillsLen {
+			whole = o.B
+		}
+		if !o.Mixed && !uniform(whole, o.Fill) {
 			s.record(violation(spec.RuleIntegrity, "live object %#x no longer holds its fill %#x", x, o.Fill))
 		}
 	}

@@ -282,6 +282,21 @@ const (
 	InvalidAdopts        = false
 	RerouteNotifiedKept  = false
 	CollectHeldAnySB     = false
+	PendingBeyond        = false
+	OOMOrphanPartial     = false
+	ReallocZeroLen       = false
+	FlushedSkipPending   = false
+	EdgeNoNext           = false
+	SharedZeroLen        = false
+	SharedIntegrityLen   = false
+	SharedCheckFillsLen  = false
+	SettleUsableIgnored  = false
+	SettleFitsLen        = false
+	StatsSpansIgnored    = false
+	LeaksSiteExtra       = false
+	TrimNoFrontFlush     = false
+	InPlaceFrontUnsure   = false
+	ReportOffsetSkip     = false
 )
 
 func Drop() bool { return false }
