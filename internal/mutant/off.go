@@ -279,6 +279,10 @@ const (
 	FlushTokensEarly     = false
 	RerouteNotifiedKept  = false
 	CollectHeldAnySB     = false
+	FlushWalkNextLate    = false
+	MmapNoOverAllocate   = false
+	CheckLeadNoMin       = false
+	CheckHitNoOwner      = false
 )
 
 func Drop() bool { return false }

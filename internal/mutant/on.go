@@ -296,6 +296,10 @@ var (
 	FlushTokensEarly     = on("flushtokensearly")
 	RerouteNotifiedKept  = on("reroutenotifiedkept")
 	CollectHeldAnySB     = on("collectheldanysb")
+	FlushWalkNextLate    = on("flushwalknextlate")
+	MmapNoOverAllocate   = on("mmapnooverallocate")
+	CheckLeadNoMin       = on("checkleadnomin")
+	CheckHitNoOwner      = on("checkhitnoowner")
 )
 
 var remoteFrees atomic.Uint64
