@@ -93,3 +93,61 @@ func TestFlushWalkSurvivesRelease(t *testing.T) {
 		t.Errorf("every cache flushed: %d frees of class %d, want %d", got, k, frees)
 	}
 }
+
+// TestRerouteKeepsRestOfStack (LIFECYCLE, CONSERVE): reroute forwards every
+// superblock of the stack it pops, and forwarding one with remote frees
+// pending pushes it again, which overwrites its link: reroute must read the
+// link first (as drainNotify does). Here old's Flush (paused at drain.pop,
+// its stack swapped out) leaves a stack of U, T, S pushed meanwhile: S
+// emptied (its last object freed remotely), T and U with a remote free each,
+// of classes above S's. The walk releases S while it is announced, and the
+// release reroutes old's stack: U goes back onto it, then T and S must be
+// forwarded too. Read after, U's link is nil once U is pushed: T and S stay
+// marked notified on no stack, and no later remote free into them is
+// announced. Slip: reroutenextlate.
+func TestRerouteKeepsRestOfStack(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	defer a.Close()
+	old, _ := a.NewCache()
+	w, _ := a.NewCache()
+	const sizeS, sizeT, sizeU = 1000, 2000, 3000
+	if !(spec.SizeToClass(sizeS) < spec.SizeToClass(sizeT) && spec.SizeToClass(sizeT) < spec.SizeToClass(sizeU)) {
+		t.Fatal("set-up: S's class must come first in Flush's walk")
+	}
+	k := spec.SizeToClass(sizeS)
+	objs := allocObjects(t, old, sizeS, spec.ClassObjects(k)) // S: full
+	for _, b := range objs[1:] {
+		must(t, old.Free(b)) // S: one object live
+	}
+	tObjs := allocObjects(t, old, sizeT, 2)
+	uObjs := allocObjects(t, old, sizeU, 2)
+	y := allocN(t, old, 64) // another superblock, for the drain to pop
+	must(t, w.Free(y))
+	err = during(t, newPause(impl.YieldDrainPop),
+		func() error { old.Flush(); return nil },
+		func() {
+			// S pushed, then T, then U: U on top
+			must(t, w.Free(objs[0]))
+			must(t, w.Free(tObjs[0]))
+			must(t, w.Free(uObjs[0]))
+		})
+	must(t, err)
+	s := a.Snapshot()
+	on := map[int]bool{}
+	for _, c := range s.Caches {
+		for _, i := range c.Notify {
+			on[i] = true
+		}
+	}
+	for _, i := range s.OrphanNotify {
+		on[i] = true
+	}
+	for _, sb := range s.Superblocks {
+		if sb.Notified && !on[sb.Index] {
+			t.Errorf("superblock %d (%s) is marked notified on no stack: no remote free into it is announced again", sb.Index, sb.State)
+		}
+	}
+	must(t, old.Free(tObjs[1]))
+	must(t, old.Free(uObjs[1]))
+}

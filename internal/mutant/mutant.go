@@ -297,5 +297,6 @@ var All = []Mutant{
 	{"mmapnooverallocate", "INTEGRITY", "New", "the mmap backend maps only the reservation's size, not size plus the alignment it cuts the window from: the aligned window runs past the mapping, and the last superblock's tail is unmapped or another mapping's memory"},
 	{"checkleadnomin", "STATS-LEAD", "refalloc_check", "the check build's STATS-LEAD assertion bounds a held group by 32, not min(32, SlabObjects): a class of fewer objects a superblock may hold more than it has unnoticed (only that build compiles the check: the default build's go test must still run its tests)"},
 	{"checkhitnoowner", "CACHE-COHERENT", "refalloc_check", "the check build's hit assertion drops its owner case: a mine entry for a superblock another cache owns passes"},
+	{"reroutenextlate", "LIFECYCLE", "Cache.Flush", "reroute reads a popped superblock's link after forwarding it: forwarding one with remote frees pending pushes it again, its link now nil or another stack's, and the rest of the stack stays marked notified on no stack: remote frees into them are never announced"},
 	{"collectheldanysb", "FREE-DOUBLE", "Cache.Flush", "collectWord masks the collected bits with the cache's held group when the group index matches, without asking whether the held group is of this superblock: a legitimate remote free is taken for a double free and the object is lost"},
 }

@@ -283,6 +283,7 @@ const (
 	MmapNoOverAllocate   = false
 	CheckLeadNoMin       = false
 	CheckHitNoOwner      = false
+	RerouteNextLate      = false
 )
 
 func Drop() bool { return false }

@@ -300,6 +300,7 @@ var (
 	MmapNoOverAllocate   = on("mmapnooverallocate")
 	CheckLeadNoMin       = on("checkleadnomin")
 	CheckHitNoOwner      = on("checkhitnoowner")
+	RerouteNextLate      = on("reroutenextlate")
 )
 
 var remoteFrees atomic.Uint64
