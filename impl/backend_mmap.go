@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/refalloc/refalloc/internal/mutant"
 )
 
 type mmapBackend struct {
@@ -18,7 +20,11 @@ func (m *mmapBackend) name() string { return "mmap" }
 func (m *mmapBackend) reserve(size, align uintptr) (unsafe.Pointer, error) {
 	// MAP_NORESERVE: the reservation is address space, not a commitment; pages are
 	// committed when first written. Over-map by align to cut an aligned window.
-	b, err := unix.Mmap(-1, 0, int(size+align), unix.PROT_READ|unix.PROT_WRITE,
+	over := align
+	if mutant.MmapNoOverAllocate {
+		over = 0
+	}
+	b, err := unix.Mmap(-1, 0, int(size+over), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
 	if err != nil {
 		return nil, fmt.Errorf("refalloc: mmap of %d bytes: %w", size+align, err)

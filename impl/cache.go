@@ -1104,8 +1104,11 @@ func (c *Cache) flush() {
 		}
 		for _, head := range heads {
 			for sb := head; sb != nil; {
-				next := sb.next
+				next := sb.next // before collect: it may relist or release sb
 				c.collect(sb)
+				if mutant.FlushWalkNextLate {
+					next = sb.next
+				}
 				sb = next
 			}
 		}

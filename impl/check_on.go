@@ -8,6 +8,7 @@ package impl
 import (
 	"fmt"
 
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -32,7 +33,7 @@ func (c *Cache) hitMismatch(e *sbEntry) string {
 	case state != stateSmall || k != e.class || gen != e.gen:
 		return fmt.Sprintf("refalloc: %s: hit on superblock %d with class %d gen %d, header says state %d class %d gen %d",
 			spec.RuleCacheCoherent, sb.idx, e.class, e.gen, state, k, gen)
-	case sb.owner.Load() != c:
+	case sb.owner.Load() != c && !mutant.CheckHitNoOwner:
 		return fmt.Sprintf("refalloc: %s: entry says superblock %d is mine, header says otherwise", spec.RuleCacheCoherent, sb.idx)
 	case e.rw == nil || e.rw != &rs.w[0] || e.nrw != uint32(len(rs.w)):
 		return fmt.Sprintf("refalloc: %s: entry of superblock %d has a stale remote set", spec.RuleCacheCoherent, sb.idx)
@@ -54,7 +55,11 @@ func (c *Cache) checkLead(k int) {
 
 // leadMismatch is checkLead's verdict: "" when within the bound.
 func (c *Cache) leadMismatch(k int) string {
-	if held := popcount(c.cls[k].bits); held > int32(min(32, spec.ClassObjects(k))) {
+	bound := min(32, spec.ClassObjects(k))
+	if mutant.CheckLeadNoMin {
+		bound = 32
+	}
+	if held := popcount(c.cls[k].bits); held > int32(bound) {
 		return fmt.Sprintf("refalloc: %s: cache holds %d objects of class %d", spec.RuleStatsLead, held, k)
 	}
 	return ""

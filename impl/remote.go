@@ -146,11 +146,14 @@ func (a *Allocator) reroute(o *Cache) {
 		}
 		if o.notify.CompareAndSwap(h, nil) {
 			for sb := h; sb != nil; {
-				next := sb.nextNotify.Load()
+				next := sb.nextNotify.Load() // before forward: its push overwrites the link
 				if !mutant.RerouteNotifiedKept {
 					sb.notified.Store(false) // LIFECYCLE: else forward's notify pushes nothing
 				}
 				a.forward(sb)
+				if mutant.RerouteNextLate {
+					next = sb.nextNotify.Load()
+				}
 				sb = next
 			}
 			return

@@ -297,6 +297,11 @@ const (
 	TrimNoFrontFlush     = false
 	InPlaceFrontUnsure   = false
 	ReportOffsetSkip     = false
+	FlushWalkNextLate    = false
+	MmapNoOverAllocate   = false
+	CheckLeadNoMin       = false
+	CheckHitNoOwner      = false
+	RerouteNextLate      = false
 )
 
 func Drop() bool { return false }

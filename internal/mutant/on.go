@@ -314,6 +314,11 @@ var (
 	TrimNoFrontFlush     = on("trimnofrontflush")
 	InPlaceFrontUnsure   = on("inplacefrontunsure")
 	ReportOffsetSkip     = on("reportoffsetskip")
+	FlushWalkNextLate    = on("flushwalknextlate")
+	MmapNoOverAllocate   = on("mmapnooverallocate")
+	CheckLeadNoMin       = on("checkleadnomin")
+	CheckHitNoOwner      = on("checkhitnoowner")
+	RerouteNextLate      = on("reroutenextlate")
 )
 
 var remoteFrees atomic.Uint64

@@ -5,4 +5,7 @@
 // in the default build the yield points compile to nothing, so without this a
 // bug that only shows inside an operation's race window would pass the
 // README's command and be seen only by CI's separate refalloc_yield step.
+// Its other test does the same for the refalloc_check build's own tests
+// (impl/check_on_test.go: the check build's assertions must fire), since no
+// other build compiles impl/check_on.go.
 package yieldbuild
