@@ -8,7 +8,7 @@ import "testing"
 
 // TestYieldBuild runs every test and fuzz target (its seeds) of a file that
 // only the refalloc_yield build compiles, in that build. A mutant switched on
-// (cmd/mutants with -tags ”) is switched on in there too.
+// (cmd/mutants in its default-build mode) is switched on in there too.
 func TestYieldBuild(t *testing.T) {
 	names := allNames(tagOnly(t, "refalloc_yield"))
 	if len(names) < 20 {
