@@ -195,7 +195,10 @@ func (c *Cache) resizable(b []byte, n int) bool {
 // allocReserving is Alloc for a moving Realloc in guard mode: a guarded new
 // object is reserved (c.gotReserved).
 func (c *Cache) allocReserving(n int) ([]byte, error) {
-	c.reserving, c.gotReserved = true, false
+	c.reserving = true
+	if !mutant.GotReservedKept { // FREE-DOUBLE/CONSERVE: a flag of the previous guarded Realloc
+		c.gotReserved = false
+	}
 	defer func() { c.reserving = false }()
 	return c.Alloc(n)
 }

@@ -279,6 +279,11 @@ const (
 	FlushTokensEarly     = false
 	RerouteNotifiedKept  = false
 	CollectHeldAnySB     = false
+	RetainRoundUp        = false
+	FlushRunningPs       = false
+	FrontReallocDeliver  = false
+	QuarBytesOptReserve  = false
+	GotReservedKept      = false
 )
 
 func Drop() bool { return false }

@@ -296,6 +296,11 @@ var (
 	FlushTokensEarly     = on("flushtokensearly")
 	RerouteNotifiedKept  = on("reroutenotifiedkept")
 	CollectHeldAnySB     = on("collectheldanysb")
+	RetainRoundUp        = on("retainroundup")
+	FlushRunningPs       = on("flushrunningps")
+	FrontReallocDeliver  = on("frontreallocdeliver")
+	QuarBytesOptReserve  = on("quarbytesoptreserve")
+	GotReservedKept      = on("gotreservedkept")
 )
 
 var remoteFrees atomic.Uint64
