@@ -299,4 +299,5 @@ var All = []Mutant{
 	{"frontreallocdeliver", "CONSERVE", "Allocator.Realloc", "the Allocator's Realloc delivers the queued reports with deliver, not deliverAlloc, after a moving Realloc: an OnError that panics there leaves the new object live with nobody holding it"},
 	{"quarbytesoptreserve", "GUARD-FAULT", "Options.Guard", "the default QuarantineBytes is a quarter of Options.Reserve as given, not of the reservation: with the default Reserve (0) the quarantine holds one superblock"},
 	{"gotreservedkept", "CONSERVE", "Cache.Realloc", "allocReserving does not clear gotReserved: after a moving Realloc whose new object was guarded, a later one whose new object is not guarded takes it for reserved, and when it fails (b not live) it frees its new object as a reserved large one, which does nothing: the object leaks"},
+	{"resizeafterclose", "REFINES", "Cache.Realloc", "Realloc of a large object to a large size skips the closed checks: after Allocator.Close it resizes the run in place, writing into the released reservation, instead of returning ErrClosed"},
 }

@@ -284,6 +284,7 @@ const (
 	FrontReallocDeliver  = false
 	QuarBytesOptReserve  = false
 	GotReservedKept      = false
+	ResizeAfterClose     = false
 )
 
 func Drop() bool { return false }

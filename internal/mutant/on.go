@@ -301,6 +301,7 @@ var (
 	FrontReallocDeliver  = on("frontreallocdeliver")
 	QuarBytesOptReserve  = on("quarbytesoptreserve")
 	GotReservedKept      = on("gotreservedkept")
+	ResizeAfterClose     = on("resizeafterclose")
 )
 
 var remoteFrees atomic.Uint64
