@@ -582,11 +582,15 @@ func New(opt Options) (*Allocator, error) {
 		top:     make([]atomic.Pointer[sbChunk], (nsb+chunkLen-1)/chunkLen),
 		runs:    []run{{0, nsb}},
 		caches:  map[*Cache]struct{}{},
-		retain:  retain >> spec.SuperblockShift,
+		retain:  (retain + int(b2i(mutant.RetainRoundUp))*(spec.SuperblockSize-1)) >> spec.SuperblockShift,
 		decay:   int64(decay),
 		now:     func() int64 { return time.Now().UnixNano() },
 	}
-	if err := a.initGuard(opt.Guard, reserve); err != nil {
+	gr := reserve
+	if mutant.QuarBytesOptReserve {
+		gr = opt.Reserve
+	}
+	if err := a.initGuard(opt.Guard, gr); err != nil {
 		be.release()
 		return nil, err
 	}

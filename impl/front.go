@@ -223,7 +223,7 @@ func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := a.reallocAcquired(b, n)
 	switch { // the cache given up
 	case mutant.ReallocNoDeliver:
-	case moved(r, b):
+	case moved(r, b) && !mutant.FrontReallocDeliver:
 		a.deliverAlloc(r)
 	default:
 		a.deliver()

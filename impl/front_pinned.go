@@ -168,7 +168,11 @@ func (pc *procCaches) flush() {
 			c.busy.Store(tokenFree)
 		}
 	}()
-	for i := range pc.slots {
+	slots := pc.slots
+	if mutant.FlushRunningPs { // STATS-EXACT: the caches of Ps gone keep what they hold
+		slots = slots[:min(len(slots), runtime.GOMAXPROCS(0))]
+	}
+	for i := range slots {
 		c := &pc.slots[i].c
 		pc.take(c)
 		held = append(held, c)

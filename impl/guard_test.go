@@ -381,6 +381,16 @@ func TestGuardOptions(t *testing.T) {
 	if a.GuardProtects() == raceEnabled {
 		t.Errorf("GuardProtects %v in a build with race %v", a.GuardProtects(), raceEnabled)
 	}
+	// GUARD-FAULT: QuarantineBytes 0 means a quarter of the reservation, at
+	// most 1 GiB. With the default reservation (Reserve 0) too: a quarter of the
+	// reservation taken, at most 1 GiB, not of the Reserve given (slip:
+	// quarbytesoptreserve, a quarantine of one superblock).
+	d, err := impl.New(impl.Options{Guard: impl.GuardOptions{Enabled: true}})
+	must(t, err)
+	defer d.Close()
+	if got, want := d.Snapshot().Guard.QuarantineBytes, min(1<<30, int(d.Stats().Reserved)/4); got != want {
+		t.Errorf("default Reserve: QuarantineBytes %d, want %d (a quarter of the %d-byte reservation, at most 1 GiB)", got, want, d.Stats().Reserved)
+	}
 	b, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
 	must(t, err)
 	defer b.Close()

@@ -2,9 +2,11 @@ package impl_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -185,16 +187,39 @@ func TestUseAfterClose(t *testing.T) {
 	b, err := c.Alloc(64)
 	must(t, err)
 	must(t, c.Free(b))
-	must(t, a.Close())
+	// REFINES: a large object live at Close: a Realloc of it after Close, to a large
+	// size, must not resize its run in place in the released reservation
+	// (slip: resizeafterclose).
+	big, err := c.Alloc(100_000)
+	must(t, err)
+	if err := a.Close(); !errors.Is(err, impl.ErrLeaked) {
+		t.Fatalf("Close with a large object live: %v, want ErrLeaked", err)
+	}
+	// A write into the released reservation faults: made an error here, so
+	// that the test fails rather than the process.
+	noFault := func(f func() ([]byte, error)) (err error) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panicked: %v", r)
+			}
+		}()
+		_, err = f()
+		return err
+	}
 	for name, err := range map[string]error{
-		"Cache.Alloc":        second(c.Alloc(64)),
-		"Cache.AllocAligned": second(c.AllocAligned(64, 64)),
-		"Cache.Free":         c.Free(b),
-		"Cache.Close":        c.Close(),
-		"Allocator.Alloc":    second(a.Alloc(64)),
-		"Allocator.Free":     a.Free(b),
-		"NewCache":           second(a.NewCache()),
-		"Allocator.Close":    a.Close(),
+		"Cache.Realloc grow":       noFault(func() ([]byte, error) { return c.Realloc(big, 3*spec.SuperblockSize) }),
+		"Cache.Realloc shrink":     noFault(func() ([]byte, error) { return c.Realloc(big, 40_000) }),
+		"Allocator.Realloc grow":   noFault(func() ([]byte, error) { return a.Realloc(big, 3*spec.SuperblockSize) }),
+		"Allocator.Realloc shrink": noFault(func() ([]byte, error) { return a.Realloc(big[:10], 40_000) }),
+		"Cache.Alloc":              second(c.Alloc(64)),
+		"Cache.AllocAligned":       second(c.AllocAligned(64, 64)),
+		"Cache.Free":               c.Free(b),
+		"Cache.Close":              c.Close(),
+		"Allocator.Alloc":          second(a.Alloc(64)),
+		"Allocator.Free":           a.Free(b),
+		"NewCache":                 second(a.NewCache()),
+		"Allocator.Close":          a.Close(),
 	} {
 		if !errors.Is(err, impl.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)

@@ -138,7 +138,7 @@ func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
 	}
 	// Past MaxAlloc the run's length would not even fit its uint32 (n>>16
 	// wraps from 2^48 on): the moving path says ErrTooLarge.
-	if n <= spec.MaxSmall || n > spec.MaxAlloc && !mutant.ReallocHuge || c.closed || c.a.closed.Load() {
+	if n <= spec.MaxSmall || n > spec.MaxAlloc && !mutant.ReallocHuge || (c.closed || c.a.closed.Load()) && !mutant.ResizeAfterClose {
 		return nil, false
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base
@@ -195,7 +195,10 @@ func (c *Cache) resizable(b []byte, n int) bool {
 // allocReserving is Alloc for a moving Realloc in guard mode: a guarded new
 // object is reserved (c.gotReserved).
 func (c *Cache) allocReserving(n int) ([]byte, error) {
-	c.reserving, c.gotReserved = true, false
+	c.reserving = true
+	if !mutant.GotReservedKept { // FREE-DOUBLE/CONSERVE: a flag of the previous guarded Realloc
+		c.gotReserved = false
+	}
 	defer func() { c.reserving = false }()
 	return c.Alloc(n)
 }

@@ -317,4 +317,10 @@ var All = []Mutant{
 	{"trimnofrontflush", "STATS-EXACT", "invariants.Harness.Trim", "the check after Trim does not look at the Allocator's caches: a Trim that leaves a front cache holding a group passes"},
 	{"inplacefrontunsure", "REFINES", "invariants.Harness.Realloc", "the harness is never sure whether the Allocator's Realloc of a small object stays in place, even when no front cache owns it (so it must move)"},
 	{"reportoffsetskip", "GUARD-FAULT", "invariants.Harness.TouchQuarantined", "the check of a use-after-free report compares its address and object but not its Offset"},
+	{"retainroundup", "MEM-ACCOUNT", "Options.Retain", "New rounds Retain up to whole superblocks instead of down: with a Retain that is not a multiple of 64 KiB the pool keeps more bytes than Retain committed for good"},
+	{"flushrunningps", "STATS-EXACT", "Allocator.Flush", "Allocator.Flush (and Trim) flush only the per-P caches of the Ps GOMAXPROCS says run now: after GOMAXPROCS is lowered, the caches of the Ps that went away keep their held groups and unpublished frees"},
+	{"frontreallocdeliver", "CONSERVE", "Allocator.Realloc", "the Allocator's Realloc delivers the queued reports with deliver, not deliverAlloc, after a moving Realloc: an OnError that panics there leaves the new object live with nobody holding it"},
+	{"quarbytesoptreserve", "GUARD-FAULT", "Options.Guard", "the default QuarantineBytes is a quarter of Options.Reserve as given, not of the reservation: with the default Reserve (0) the quarantine holds one superblock"},
+	{"gotreservedkept", "CONSERVE", "Cache.Realloc", "allocReserving does not clear gotReserved: after a moving Realloc whose new object was guarded, a later one whose new object is not guarded takes it for reserved, and when it fails (b not live) it frees its new object as a reserved large one, which does nothing: the object leaks"},
+	{"resizeafterclose", "REFINES", "Cache.Realloc", "Realloc of a large object to a large size skips the closed checks: after Allocator.Close it resizes the run in place, writing into the released reservation, instead of returning ErrClosed"},
 }

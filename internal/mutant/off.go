@@ -302,6 +302,12 @@ const (
 	CheckLeadNoMin       = false
 	CheckHitNoOwner      = false
 	RerouteNextLate      = false
+	RetainRoundUp        = false
+	FlushRunningPs       = false
+	FrontReallocDeliver  = false
+	QuarBytesOptReserve  = false
+	GotReservedKept      = false
+	ResizeAfterClose     = false
 )
 
 func Drop() bool { return false }

@@ -319,6 +319,12 @@ var (
 	CheckLeadNoMin       = on("checkleadnomin")
 	CheckHitNoOwner      = on("checkhitnoowner")
 	RerouteNextLate      = on("reroutenextlate")
+	RetainRoundUp        = on("retainroundup")
+	FlushRunningPs       = on("flushrunningps")
+	FrontReallocDeliver  = on("frontreallocdeliver")
+	QuarBytesOptReserve  = on("quarbytesoptreserve")
+	GotReservedKept      = on("gotreservedkept")
+	ResizeAfterClose     = on("resizeafterclose")
 )
 
 var remoteFrees atomic.Uint64
