@@ -486,9 +486,10 @@ func (c *Cache) freeRead(off uintptr) error {
 			// refused here, before adoption, which would change the
 			// orphan's owner and list, collect its pending frees and
 			// perhaps release it. (Into an owned superblock the fast path
-			// refuses it, from the entry filled below.)
+			// refuses it, from the entry filled below: so the owner is asked
+			// first, and a miss into one does not pay for the divisions.)
 			size := uint32(spec.ClassSize(int(k)))
-			if rel := uint32(off) & (spec.SuperblockSize - 1); (rel%size != 0 || rel/size >= uint32(spec.ClassObjects(int(k)))) && sb.owner.Load() == nil && !mutant.InvalidAdopts {
+			if rel := uint32(off) & (spec.SuperblockSize - 1); sb.owner.Load() == nil && !mutant.InvalidAdopts && (rel%size != 0 || rel/size >= uint32(spec.ClassObjects(int(k)))) {
 				c.fillEntry(c.way(i), i, sb, rs, gen, k) // not mine: c owns no orphan
 				c.countMiss()
 				return c.reject(errInvalid(addr, int(k)))
