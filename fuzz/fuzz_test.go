@@ -87,7 +87,7 @@ func seedPrograms() []Program {
 	ps = append(ps, Program{Header: 0x18, Cmds: api}) // 8 ways, debug
 	ps = append(ps, Program{Header: 2, Cmds: []Cmd{
 		cmd(OpAlloc, 0, 40000, 0, 0, 3), cmd(OpAllocAligned, 1, 100, 16, 0, 0), cmd(OpCloseCache, 0, 0, 0, 0, 0),
-		cmd(OpFreeCross, 1, 0, 0, 0, 0), cmd(OpUseClosed, 0, 8, 0, 0, 0), cmd(OpFreeLocal, 0, 0, 0, 1, 0),
+		cmd(OpFreeCross, 1, 0, 0, 0, 0), cmd(OpUseClosed, 0, 8, 0, 0, 0), cmd(OpUseClosed, 0, 0, 1, 0, 0), cmd(OpFreeLocal, 0, 0, 0, 1, 0),
 	}})
 	// Guard mode (GUARD-FAULT): small and large objects guarded, freed into
 	// the quarantine, touched there, freed again (double frees), the

@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/invariants"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -125,6 +126,9 @@ func (p Program) Options() impl.Options {
 	ways := [4]int{16, 8, 32, 1}[p.Header>>4&3]
 	if p.Header&4 != 0 {
 		ways = [4]int{1, 64, 128, 64}[p.Header>>4&3]
+		if mutant.ProgWays128 {
+			ways = [4]int{1, 64, 64, 64}[p.Header>>4&3]
+		}
 	}
 	opt := impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
 	if p.Header&64 != 0 {
@@ -132,7 +136,7 @@ func (p Program) Options() impl.Options {
 		if p.Header&128 != 0 {
 			opt.Guard.SampleRate, opt.Guard.QuarantineObjects = 3, 1
 		}
-	} else if p.Header&128 != 0 {
+	} else if p.Header&128 != 0 && !mutant.ProgRetain {
 		opt.Retain, opt.Decay = 2*spec.SuperblockSize, -1
 	}
 	return opt
@@ -147,6 +151,9 @@ func (c Cmd) size() int {
 	case 1:
 		return int(c.Size) % 4097
 	case 2:
+		if mutant.ProgSizeMaxSmall {
+			return int(c.Size) % spec.MaxSmall
+		}
 		return int(c.Size) % (spec.MaxSmall + 1)
 	}
 	return spec.MaxSmall + 1 + int(c.Size)*4
@@ -161,7 +168,7 @@ func Run(p Program) error {
 		return err
 	}
 	defer h.Close()
-	h.CheckEachStep = true
+	h.CheckEachStep = !mutant.ProgCheckEach
 	for range 3 {
 		if _, err := h.NewCache(); err != nil {
 			return err
@@ -181,10 +188,32 @@ func Run(p Program) error {
 // cache picks an open cache, or Front, by sel.
 func cache(h *invariants.Harness, sel uint8) int {
 	ids := h.Caches()
-	if i := int(sel) % (len(ids) + 1); i < len(ids) {
+	n := len(ids) + 1
+	if mutant.ProgNoFront {
+		n = len(ids)
+	}
+	if i := int(sel) % n; i < len(ids) {
 		return ids[i]
 	}
 	return invariants.Front
+}
+
+// observe, if set (tests), is told of each call a command makes, with the
+// harness, before it is made: what the decoder reached.
+var observe func(h *invariants.Harness, o observed)
+
+// observed is one call a command made: its op, what it called, on which cache
+// (for a free, also the object's owner), with which size and alignment.
+type observed struct {
+	Op              Op
+	Call            string
+	ID, Owner, N, A int
+}
+
+func note(h *invariants.Harness, o observed) {
+	if observe != nil {
+		observe(h, o)
+	}
 }
 
 func step(h *invariants.Harness, c Cmd) error {
@@ -192,9 +221,15 @@ func step(h *invariants.Harness, c Cmd) error {
 	live := h.Live()
 	switch c.Op {
 	case OpAlloc:
+		note(h, observed{Op: c.Op, Call: "alloc", ID: id, N: c.size(), A: 1})
 		return h.Alloc(id, c.size(), 1)
 	case OpAllocAligned:
-		return h.Alloc(id, c.size(), 1<<(c.Align%(spec.SuperblockShift+1)))
+		shift := c.Align % (spec.SuperblockShift + 1)
+		if mutant.ProgAlignSB {
+			shift = c.Align % spec.SuperblockShift
+		}
+		note(h, observed{Op: c.Op, Call: "alloc", ID: id, N: c.size(), A: 1 << shift})
+		return h.Alloc(id, c.size(), 1<<shift)
 	case OpFreeLocal, OpFreeCross:
 		if len(live) == 0 {
 			return nil
@@ -204,12 +239,13 @@ func step(h *invariants.Harness, c Cmd) error {
 		if h.Cache(owner) == nil {
 			owner = invariants.Front
 		}
-		if c.Op == OpFreeCross && id == owner {
+		if c.Op == OpFreeCross && id == owner && !mutant.ProgCrossLocal {
 			id = cache(h, c.Cache+1)
 		}
 		if c.Op == OpFreeLocal {
 			id = owner
 		}
+		note(h, observed{Op: c.Op, Call: "free", ID: id, Owner: owner})
 		return h.Free(id, a)
 	case OpFreeBad:
 		return h.FreeBad(id, int(c.Align)%invariants.NumBad, int(c.Victim)|int(c.Flags)<<16)
@@ -241,9 +277,11 @@ func step(h *invariants.Harness, c Cmd) error {
 			return nil
 		}
 		cid := closed[int(c.Victim)%len(closed)]
-		if c.Align&1 == 0 || len(live) == 0 {
+		if c.Align&1 == 0 || len(live) == 0 || mutant.ProgClosedFree {
+			note(h, observed{Op: c.Op, Call: "alloc closed", ID: cid})
 			return h.Alloc(cid, c.size(), 1)
 		}
+		note(h, observed{Op: c.Op, Call: "free closed", ID: cid})
 		return h.Free(cid, live[int(c.Victim)%len(live)])
 	case OpRealloc:
 		return reallocCmd(h, c, id, live)
@@ -253,7 +291,11 @@ func step(h *invariants.Harness, c Cmd) error {
 		}
 		return h.FreeTail(id, live[int(c.Victim)%len(live)], c.Align&1 != 0)
 	case OpAllocator:
-		switch c.Align % 5 {
+		k := c.Align % 5
+		if mutant.ProgTouchQ {
+			k = c.Align % 4
+		}
+		switch k {
 		case 0:
 			return h.Stats()
 		case 1:
@@ -263,6 +305,7 @@ func step(h *invariants.Harness, c Cmd) error {
 		case 4:
 			// GUARD-FAULT: read or write a freed object in quarantine; it must
 			// fault, and Explain name it.
+			note(h, observed{Op: c.Op, Call: "touch"})
 			return h.TouchQuarantined(int(c.Victim)|int(c.Size)<<16, c.Flags&4 != 0)
 		}
 		return h.Flush(invariants.Front)
@@ -310,9 +353,10 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 		edges := invariants.ReallocSizes(o)
 		n = edges[int(c.Size)%len(edges)]
 	}
-	if err := h.Realloc(id, a, n); err != nil || h.LastErr != nil || c.Flags&32 == 0 {
+	if err := h.Realloc(id, a, n); err != nil || h.LastErr != nil || c.Flags&32 == 0 || mutant.ProgReallocBack {
 		return err
 	}
+	note(h, observed{Op: c.Op, Call: "realloc back", ID: id, N: o.Size})
 	return h.Realloc(id, h.LastAddr, o.Size)
 }
 

@@ -308,6 +308,16 @@ const (
 	QuarBytesOptReserve  = false
 	GotReservedKept      = false
 	ResizeAfterClose     = false
+	ProgWays128          = false
+	ProgRetain           = false
+	ProgSizeMaxSmall     = false
+	ProgCheckEach        = false
+	ProgNoFront          = false
+	ProgAlignSB          = false
+	ProgCrossLocal       = false
+	ProgClosedFree       = false
+	ProgTouchQ           = false
+	ProgReallocBack      = false
 )
 
 func Drop() bool { return false }

@@ -325,6 +325,16 @@ var (
 	QuarBytesOptReserve  = on("quarbytesoptreserve")
 	GotReservedKept      = on("gotreservedkept")
 	ResizeAfterClose     = on("resizeafterclose")
+	ProgWays128          = on("progways128")
+	ProgRetain           = on("progretain")
+	ProgSizeMaxSmall     = on("progsizemaxsmall")
+	ProgCheckEach        = on("progcheckeach")
+	ProgNoFront          = on("prognofront")
+	ProgAlignSB          = on("progalignsb")
+	ProgCrossLocal       = on("progcrosslocal")
+	ProgClosedFree       = on("progclosedfree")
+	ProgTouchQ           = on("progtouchq")
+	ProgReallocBack      = on("progreallocback")
 )
 
 var remoteFrees atomic.Uint64

@@ -1,0 +1,99 @@
+package fuzz
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestProgramOptionsReach: the header reaches every configuration Program
+// documents: every superblock-cache way count, debug mode, guard mode with
+// every small allocation sampled and with one in 3 and a quarantine of one,
+// and the pool that returns memory at once (Retain, Decay < 0).
+func TestProgramOptionsReach(t *testing.T) {
+	ways := map[int]bool{}
+	var debug, guard1, guard3, retain bool
+	for h := range 256 {
+		o := Program{Header: uint8(h)}.Options()
+		ways[o.SuperblockCacheWays] = true
+		debug = debug || o.Debug
+		guard1 = guard1 || o.Guard == impl.GuardOptions{Enabled: true, SampleRate: 1}
+		guard3 = guard3 || o.Guard == impl.GuardOptions{Enabled: true, SampleRate: 3, QuarantineObjects: 1}
+		retain = retain || o.Retain == 2*spec.SuperblockSize && o.Decay < 0 && !o.Guard.Enabled
+	}
+	for _, w := range []int{1, 8, 16, 32, 64, 128} {
+		if !ways[w] {
+			t.Errorf("no header selects %d superblock-cache ways", w)
+		}
+	}
+	if !debug || !guard1 || !guard3 || !retain {
+		t.Errorf("headers reach debug %v, guard (every one) %v, guard (one in 3) %v, retain %v; want all", debug, guard1, guard3, retain)
+	}
+}
+
+// TestProgramSizeReach: each of a command's size ranges reaches its bounds:
+// 256, 4096, MaxSmall, and the smallest large size, MaxSmall+1.
+func TestProgramSizeReach(t *testing.T) {
+	lo, hi := [4]int{1 << 30, 1 << 30, 1 << 30, 1 << 30}, [4]int{}
+	for f := range 4 {
+		for s := range 1 << 16 {
+			n := Cmd{Size: uint16(s), Flags: uint8(f)}.size()
+			lo[f], hi[f] = min(lo[f], n), max(hi[f], n)
+		}
+	}
+	if want := [3]int{256, 4096, spec.MaxSmall}; [3]int(hi[:3]) != want || lo[0] != 0 || lo[3] != spec.MaxSmall+1 {
+		t.Errorf("size ranges [%v, %v], want upper bounds %v (and large from %d)", lo, hi, want, spec.MaxSmall+1)
+	}
+}
+
+// TestProgramReach: the seed programs FuzzProgram runs under go test make
+// every kind of call Run claims, with the invariants checked after each:
+// allocations on the Allocator's methods (Front), chosen by the cache selector, an alignment of a superblock, a
+// cross free on a cache other than the owner, a free through a closed cache,
+// a touch of the quarantine, a realloc back to the old size.
+func TestProgramReach(t *testing.T) {
+	seen := map[string]bool{}
+	observe = func(h *invariants.Harness, o observed) {
+		if !h.CheckEachStep {
+			t.Fatal("Run does not check the invariants after every command")
+		}
+		seen[o.Call] = true
+		if o.Op == OpFreeCross && o.ID == o.Owner {
+			seen["cross free on its owner"] = true
+		}
+		switch {
+		case o.ID == invariants.Front && (o.Op == OpAlloc || o.Op == OpAllocAligned):
+			seen["front"] = true
+		case o.Call == "alloc" && o.A == spec.SuperblockSize:
+			seen["superblock alignment"] = true
+		case o.Op == OpFreeCross && o.ID != o.Owner:
+			seen["cross free"] = true
+		}
+	}
+	defer func() { observe = nil }()
+	for _, p := range seedPrograms() {
+		if err := Run(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var missed []string
+	for _, k := range []string{"front", "superblock alignment", "cross free", "free closed", "alloc closed", "touch", "realloc back"} {
+		if !seen[k] {
+			missed = append(missed, k)
+		}
+	}
+	if seen["cross free on its owner"] {
+		t.Error("an OpFreeCross freed an object on its owner")
+	}
+	if len(missed) > 0 {
+		keys := make([]string, 0, len(seen))
+		for k := range seen {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		t.Errorf("the seed programs never reach %v (they reach %v)", missed, keys)
+	}
+}
