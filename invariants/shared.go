@@ -46,6 +46,7 @@ type Shared struct {
 	mu         sync.Mutex // guards everything below, and M
 	M          *oracle.Model
 	violations []*Violation
+	exact      int                    // Checks of a flushed snapshot (STATS-EXACT)
 	seq        uint64                 // the total order of call begins and ends
 	live       map[uintptr]SharedObj  // the Model's live objects as handed out
 	freeing    map[uintptr]*freeing   // per address, the free in flight of the object live there last
@@ -735,10 +736,19 @@ func (s *Shared) Check(flushed bool) {
 	defer s.mu.Unlock()
 	s.record(NoFalsePoison(snap)...)
 	if flushed {
+		s.exact++
 		s.record(CheckFlushed(snap, s.M)...)
 	} else {
 		s.record(Check(snap, s.M)...)
 	}
+}
+
+// ExactChecks counts the Checks of a flushed snapshot so far (STATS-EXACT):
+// a driver's tests ask it whether the driver ever flushed to check.
+func (s *Shared) ExactChecks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exact
 }
 
 // uniform reports whether every byte of b is x: b[0] == x and b equals itself

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -84,11 +85,16 @@ type SoakReport struct {
 	Ways                                     int // the superblock cache's, as the allocator took Config.Ways
 	Elapsed                                  time.Duration
 	Ops, Allocs, Frees, RemoteFrees, Handoff uint64
-	FrontCalls, BadFrees, OOMs, Reopens      uint64
-	SmallFrees, SBCacheMisses                uint64
-	Checks, FlushChecks                      int
-	Violations                               []SoakViolation
-	Lead                                     []LeadObservation
+	// FrontCalls counts the worker's calls on the Allocator's methods;
+	// ShortLived the goroutines that came, called them, and went.
+	FrontCalls, ShortLived, BadFrees, OOMs, Reopens uint64
+	// Reallocs counts the Reallocs made, Aligned the AllocAligned calls with
+	// an alignment above 1.
+	Reallocs, Aligned         uint64
+	SmallFrees, SBCacheMisses uint64
+	Checks, FlushChecks       int
+	Violations                []SoakViolation
+	Lead                      []LeadObservation
 }
 
 // HitRate is the superblock-cache hit rate of small frees.
@@ -129,7 +135,7 @@ type soakWorker struct {
 	inbox chan SharedObj
 	last  *soakBarrier
 	// counters, read by the coordinator at barriers and at the end
-	ops, allocs, frees, remote, handoff, front, bad, oom, reopen, small uint64
+	ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned uint64
 }
 
 // Soak runs cfg.Goroutines workers against one Allocator and the Model (through
@@ -177,7 +183,11 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 			wafs.Unlock()
 		}
 	}
-	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: cfg.Ways, Debug: cfg.Debug, Guard: cfg.Guard, Retain: cfg.Retain, Decay: cfg.Decay, OnError: onError})
+	ways := cfg.Ways
+	if mutant.SoakWays {
+		ways = 0
+	}
+	sh, err := NewShared(impl.Options{Reserve: cfg.Reserve, SuperblockCacheWays: ways, Debug: cfg.Debug, Guard: cfg.Guard, Retain: cfg.Retain, Decay: cfg.Decay, OnError: onError})
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +276,9 @@ func (s *soak) check(rep *SoakReport, lead []LeadObservation, flush bool) {
 			w.c.Flush()
 		}
 		s.sh.A.Flush()
-		rep.FlushChecks++
+	}
+	if mutant.SoakNoExact {
+		flush = false
 	}
 	s.sh.Check(flush)
 	// Objects a stale free freed under their holders are gone.
@@ -309,12 +321,16 @@ func (s *soak) sum(r *SoakReport) {
 		r.RemoteFrees += w.remote
 		r.Handoff += w.handoff
 		r.FrontCalls += w.front
+		r.ShortLived += w.short
+		r.Reallocs += w.reallocs
+		r.Aligned += w.aligned
 		r.BadFrees += w.bad
 		r.OOMs += w.oom
 		r.Reopens += w.reopen
 		r.SmallFrees += w.small
 	}
 	r.SBCacheMisses = s.sh.A.Stats().SuperblockCacheMisses
+	r.FlushChecks = s.sh.ExactChecks()
 }
 
 func (w *soakWorker) run() {
@@ -364,7 +380,9 @@ func (w *soakWorker) step() {
 	case op < 955:
 		w.staleFree()
 	case op < 970:
-		w.realloc()
+		if !mutant.SoakNoRealloc {
+			w.realloc()
+		}
 	case op < 975:
 		w.sh.BadFree(w.cache(), w.id, w.rng.IntN(2), w.rng.IntN(1<<16))
 		w.bad++
@@ -385,7 +403,7 @@ func (w *soakWorker) step() {
 // cache is the worker's Cache, or half the time nil: the goroutine-safe
 // Allocator, driven as heavily as the caches.
 func (w *soakWorker) cache() *impl.Cache {
-	if w.rng.IntN(2) == 0 {
+	if w.rng.IntN(2) == 0 && !mutant.SoakFrontNever {
 		w.front++
 		return nil
 	}
@@ -432,6 +450,7 @@ func (w *soakWorker) realloc() {
 	if cap(w.mine[i].B) <= spec.MaxSmall {
 		w.small++ // it may free the object: a superblock-cache lookup
 	}
+	w.reallocs++
 	if r, _ := w.sh.Realloc(w.cache(), w.id, w.mine[i], w.drawSize(), byte(w.rng.IntN(255)+1)); r.B != nil {
 		w.mine[i] = r
 	} else {
@@ -464,7 +483,7 @@ func (w *soakWorker) shortLived() {
 		}
 	}()
 	<-done
-	w.front++
+	w.short++
 }
 
 // allocatorCall makes a call on the whole Allocator while the others allocate:
@@ -499,6 +518,12 @@ func (w *soakWorker) alloc() {
 	n, align := w.drawSize(), 1
 	if w.rng.IntN(20) == 0 {
 		align = 16 << w.rng.IntN(9)
+		if mutant.SoakNoAlign {
+			align = 1
+		}
+	}
+	if align > 1 {
+		w.aligned++
 	}
 	o, ok := w.sh.Alloc(w.cache(), w.id, n, align, byte(w.rng.IntN(255)+1))
 	if !ok {
@@ -574,7 +599,8 @@ func (r *SoakReport) String() string {
 	fmt.Fprintf(&b, "| allocations / frees | %d / %d |\n", r.Allocs, r.Frees)
 	fmt.Fprintf(&b, "| remote frees | %d (%.1f%% of frees) |\n", r.RemoteFrees, pct(r.RemoteFrees, r.Frees))
 	fmt.Fprintf(&b, "| objects handed between goroutines | %d |\n", r.Handoff)
-	fmt.Fprintf(&b, "| goroutine-safe Allocator calls | %d |\n", r.FrontCalls)
+	fmt.Fprintf(&b, "| goroutine-safe Allocator calls (and goroutines that came and went) | %d (%d) |\n", r.FrontCalls, r.ShortLived)
+	fmt.Fprintf(&b, "| reallocs / aligned allocations | %d / %d |\n", r.Reallocs, r.Aligned)
 	fmt.Fprintf(&b, "| superblock-cache hit rate (small frees) | %.2f%% (%d misses / %d) |\n", 100*r.HitRate(), r.SBCacheMisses, r.SmallFrees)
 	fmt.Fprintf(&b, "| bad and stale frees made (each judged as the model and its address allow) | %d |\n", r.BadFrees)
 	fmt.Fprintf(&b, "| out-of-memory (then freed and went on) | %d |\n", r.OOMs)

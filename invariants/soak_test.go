@@ -33,7 +33,7 @@ func TestStressOracle(t *testing.T) {
 	}{
 		{1, false, impl.GuardOptions{}, 0},
 		{8, true, impl.GuardOptions{}, -1},
-		{16, false, impl.GuardOptions{Enabled: true, SampleRate: 7, QuarantineObjects: 64}, 2 * spec.SuperblockSize},
+		{64, false, impl.GuardOptions{Enabled: true, SampleRate: 7, QuarantineObjects: 64}, 2 * spec.SuperblockSize},
 		{32, true, impl.GuardOptions{}, 0},
 		{16, true, impl.GuardOptions{Enabled: true, SampleRate: 1}, 0},
 		{128, false, impl.GuardOptions{}, 2 * spec.SuperblockSize},
@@ -67,6 +67,13 @@ func TestStressOracle(t *testing.T) {
 		}
 		if rep.Checks < 10 || rep.RemoteFrees == 0 || rep.Reopens == 0 || rep.FlushChecks == 0 || rep.BadFrees == 0 {
 			t.Errorf("the soak did too little to mean anything:\n%v", rep)
+		}
+		// The driver did what it claims: the way count asked for, calls on
+		// the Allocator's methods and from goroutines that come and go,
+		// Reallocs and aligned allocations.
+		if rep.Ways != ways || rep.FrontCalls == 0 || rep.ShortLived == 0 || rep.Reallocs == 0 || rep.Aligned == 0 {
+			t.Errorf("the soak ran %d ways (want %d), %d Allocator calls, %d short-lived goroutines, %d reallocs, %d aligned allocations; want each > 0:\n%v",
+				rep.Ways, ways, rep.FrontCalls, rep.ShortLived, rep.Reallocs, rep.Aligned, rep)
 		}
 	}
 }

@@ -333,4 +333,9 @@ var All = []Mutant{
 	{"progclosedfree", "REFINES", "Cache.Free", "fuzz: OpUseClosed only allocates on a closed cache, never frees through it"},
 	{"progtouchq", "GUARD-FAULT", "Options.Guard", "fuzz: OpAllocator picks its call by align%4, so the quarantine touch (align%5 == 4) is never made"},
 	{"progreallocback", "REFINES", "Cache.Realloc", "fuzz: OpRealloc's flag bit 5 (resize back to the old size) is ignored"},
+	{"soakways", "CACHE-COHERENT", "Options.SuperblockCacheWays", "invariants: Soak ignores SoakConfig.Ways: every soak runs impl's default way count"},
+	{"soaknoexact", "STATS-EXACT", "Allocator.Stats", "invariants: the soak's flush barriers flush every cache but check the snapshot as unflushed: STATS-EXACT is never checked"},
+	{"soaknorealloc", "REFINES", "Cache.Realloc", "invariants: the soak's workers never call Realloc"},
+	{"soakfrontnever", "REFINES", "Allocator.Alloc", "invariants: a soak worker's cache() never picks the Allocator's methods"},
+	{"soaknoalign", "REFINES", "Cache.AllocAligned", "invariants: the soak draws an alignment but allocates with align 1: AllocAligned is never called"},
 }

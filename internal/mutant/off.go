@@ -318,6 +318,11 @@ const (
 	ProgClosedFree       = false
 	ProgTouchQ           = false
 	ProgReallocBack      = false
+	SoakWays             = false
+	SoakNoExact          = false
+	SoakNoRealloc        = false
+	SoakFrontNever       = false
+	SoakNoAlign          = false
 )
 
 func Drop() bool { return false }

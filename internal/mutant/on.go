@@ -335,6 +335,11 @@ var (
 	ProgClosedFree       = on("progclosedfree")
 	ProgTouchQ           = on("progtouchq")
 	ProgReallocBack      = on("progreallocback")
+	SoakWays             = on("soakways")
+	SoakNoExact          = on("soaknoexact")
+	SoakNoRealloc        = on("soaknorealloc")
+	SoakFrontNever       = on("soakfrontnever")
+	SoakNoAlign          = on("soaknoalign")
 )
 
 var remoteFrees atomic.Uint64
