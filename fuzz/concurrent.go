@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/invariants"
 	"github.com/refalloc/refalloc/spec"
 )
@@ -42,15 +43,17 @@ type cworker struct {
 	done  chan struct{}
 	fill  byte
 	freed [][]byte // recently freed, for stale frees
+	front int      // allocations through the Allocator's methods
 }
 
-// RunConcurrent runs a concurrent program: Workers goroutines, each with its own
-// cache, execute the steps one at a time in the order the bytes give (a
-// deterministic interleaving of real goroutines, so every handoff makes real
-// cross-goroutine remote frees), except bursts, where all of them run at once.
-// The Model is updated in the safe order (invariants.Shared); barriers check a
-// snapshot, and the end checks EMPTY. It returns the first violation.
-func RunConcurrent(data []byte) error {
+// concEnd, if set (tests), is told at the end of RunConcurrent, before the
+// Allocator closes, of the Shared it ran on and of the allocations made
+// through the Allocator's methods: what the driver reached.
+var concEnd func(sh *invariants.Shared, front int)
+
+// concurrentOptions is the configuration a concurrent program's header
+// selects.
+func concurrentOptions(data []byte) impl.Options {
 	opt := impl.Options{Reserve: 32 * spec.SuperblockSize}
 	if len(data) > 0 {
 		// Header: bits 0-1 the superblock-cache ways (with bit 5, 64 or
@@ -61,16 +64,29 @@ func RunConcurrent(data []byte) error {
 		opt.SuperblockCacheWays = []int{16, 1, 8, 32}[data[0]&3]
 		if data[0]&32 != 0 {
 			opt.SuperblockCacheWays = []int{64, 128}[data[0]&1]
+			if mutant.ConcWays128 {
+				opt.SuperblockCacheWays = 64
+			}
 		}
 		opt.Debug = data[0]&4 != 0
-		if data[0]&8 != 0 {
+		if data[0]&8 != 0 && !mutant.ConcGuard {
 			opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: []int{1, 3}[data[0]>>4&1]}
 		}
 		if data[0]&64 != 0 {
 			opt.Retain, opt.Decay = []int{2 * spec.SuperblockSize, -1}[data[0]>>7], -1
 		}
 	}
-	sh, err := invariants.NewShared(opt)
+	return opt
+}
+
+// RunConcurrent runs a concurrent program: Workers goroutines, each with its own
+// cache, execute the steps one at a time in the order the bytes give (a
+// deterministic interleaving of real goroutines, so every handoff makes real
+// cross-goroutine remote frees), except bursts, where all of them run at once.
+// The Model is updated in the safe order (invariants.Shared); barriers check a
+// snapshot, and the end checks EMPTY. It returns the first violation.
+func RunConcurrent(data []byte) error {
+	sh, err := invariants.NewShared(concurrentOptions(data))
 	if err != nil {
 		return err
 	}
@@ -104,7 +120,7 @@ func RunConcurrent(data []byte) error {
 				}
 				sh.A.Flush()
 			}
-			sh.Check(a&1 != 0)
+			sh.Check(a&1 != 0 && !mutant.ConcNoExact)
 			for _, x := range ws {
 				x.keepAlive()
 			}
@@ -131,6 +147,13 @@ func RunConcurrent(data []byte) error {
 	sh.A.Flush()
 	sh.Settle()
 	sh.Record(invariants.CheckEmpty(sh.A.Snapshot(), sh.M)...)
+	if concEnd != nil {
+		front := 0
+		for _, w := range ws {
+			front += w.front
+		}
+		concEnd(sh, front)
+	}
 	sh.Close()
 	var errs []error
 	for _, v := range sh.Violations() {
@@ -178,8 +201,10 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		}
 		w.fill++
 		var c *impl.Cache
-		if b&1 == 0 {
+		if b&1 == 0 || mutant.ConcNoFront {
 			c = w.c // else the Allocator's methods
+		} else {
+			w.front++
 		}
 		if o, ok := w.sh.Alloc(c, w.id, n, 1, w.fill|1); ok {
 			w.mine = append(w.mine, o)

@@ -97,3 +97,44 @@ func TestProgramReach(t *testing.T) {
 		t.Errorf("the seed programs never reach %v (they reach %v)", missed, keys)
 	}
 }
+
+// TestConcurrentOptionsReach: a concurrent program's header reaches every
+// configuration it documents: every way count, debug mode, guard mode with
+// every small allocation sampled and one in 3, and both pools that return
+// memory at once.
+func TestConcurrentOptionsReach(t *testing.T) {
+	ways := map[int]bool{}
+	var debug, guard1, guard3, retain2, retainNone bool
+	for h := range 256 {
+		o := concurrentOptions([]byte{byte(h)})
+		ways[o.SuperblockCacheWays] = true
+		debug = debug || o.Debug
+		guard1 = guard1 || o.Guard == impl.GuardOptions{Enabled: true, SampleRate: 1}
+		guard3 = guard3 || o.Guard == impl.GuardOptions{Enabled: true, SampleRate: 3}
+		retain2 = retain2 || o.Retain == 2*spec.SuperblockSize && o.Decay < 0
+		retainNone = retainNone || o.Retain == -1 && o.Decay < 0
+	}
+	for _, w := range []int{1, 8, 16, 32, 64, 128} {
+		if !ways[w] {
+			t.Errorf("no header selects %d superblock-cache ways", w)
+		}
+	}
+	if !debug || !guard1 || !guard3 || !retain2 || !retainNone {
+		t.Errorf("headers reach debug %v, guard (every one) %v, guard (one in 3) %v, retain 2 superblocks %v, retain none %v; want all",
+			debug, guard1, guard3, retain2, retainNone)
+	}
+}
+
+// TestConcurrentReach: FuzzConcurrent's first seed allocates through the
+// Allocator's methods (b odd) and checks STATS-EXACT at its barrier (a odd).
+func TestConcurrentReach(t *testing.T) {
+	var front, exact int
+	concEnd = func(sh *invariants.Shared, f int) { front, exact = f, sh.ExactChecks() }
+	defer func() { concEnd = nil }()
+	if err := RunConcurrent([]byte{0, 0, COpAlloc, 10, 1, 1, COpAlloc, 20, 2, 0, COpSend, 0, 1, 1, COpReceive, 0, 0, 2, COpBarrier, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if front == 0 || exact == 0 {
+		t.Errorf("%d allocations through the Allocator's methods, %d checks of a flushed snapshot; want both > 0", front, exact)
+	}
+}

@@ -338,4 +338,8 @@ var All = []Mutant{
 	{"soaknorealloc", "REFINES", "Cache.Realloc", "invariants: the soak's workers never call Realloc"},
 	{"soakfrontnever", "REFINES", "Allocator.Alloc", "invariants: a soak worker's cache() never picks the Allocator's methods"},
 	{"soaknoalign", "REFINES", "Cache.AllocAligned", "invariants: the soak draws an alignment but allocates with align 1: AllocAligned is never called"},
+	{"concways128", "CACHE-COHERENT", "Options.SuperblockCacheWays", "fuzz: FuzzConcurrent's header never selects 128 superblock-cache ways (64 instead)"},
+	{"concguard", "GUARD-FAULT", "Options.Guard", "fuzz: FuzzConcurrent's header bit 3 no longer turns guard mode on"},
+	{"concnoexact", "STATS-EXACT", "Allocator.Stats", "fuzz: FuzzConcurrent's barriers flush every cache on an odd a but check the snapshot as unflushed: STATS-EXACT is never checked"},
+	{"concnofront", "REFINES", "Allocator.Alloc", "fuzz: FuzzConcurrent's COpAlloc ignores b's bit 0 and always allocates through the worker's cache, never the Allocator's methods"},
 }

@@ -323,6 +323,10 @@ const (
 	SoakNoRealloc        = false
 	SoakFrontNever       = false
 	SoakNoAlign          = false
+	ConcWays128          = false
+	ConcGuard            = false
+	ConcNoExact          = false
+	ConcNoFront          = false
 )
 
 func Drop() bool { return false }

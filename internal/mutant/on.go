@@ -340,6 +340,10 @@ var (
 	SoakNoRealloc        = on("soaknorealloc")
 	SoakFrontNever       = on("soakfrontnever")
 	SoakNoAlign          = on("soaknoalign")
+	ConcWays128          = on("concways128")
+	ConcGuard            = on("concguard")
+	ConcNoExact          = on("concnoexact")
+	ConcNoFront          = on("concnofront")
 )
 
 var remoteFrees atomic.Uint64
