@@ -248,7 +248,12 @@ func step(h *invariants.Harness, c Cmd) error {
 		note(h, observed{Op: c.Op, Call: "free", ID: id, Owner: owner})
 		return h.Free(id, a)
 	case OpFreeBad:
-		return h.FreeBad(id, int(c.Align)%invariants.NumBad, int(c.Victim)|int(c.Flags)<<16)
+		kind := int(c.Align) % invariants.NumBad
+		if mutant.ProgBadKinds {
+			kind = int(c.Align) % (invariants.NumBad - 1)
+		}
+		note(h, observed{Op: c.Op, Call: "free bad", ID: id, N: kind})
+		return h.FreeBad(id, kind, int(c.Victim)|int(c.Flags)<<16)
 	case OpFlush:
 		return h.Flush(id)
 	case OpFlushAll:
@@ -289,7 +294,13 @@ func step(h *invariants.Harness, c Cmd) error {
 		if len(live) == 0 {
 			return nil
 		}
-		return h.FreeTail(id, live[int(c.Victim)%len(live)], c.Align&1 != 0)
+		last := c.Align&1 != 0 && !mutant.ProgTailLast
+		o := observed{Op: c.Op, Call: "free tail", ID: id}
+		if last {
+			o.N = 1
+		}
+		note(h, o)
+		return h.FreeTail(id, live[int(c.Victim)%len(live)], last)
 	case OpAllocator:
 		k := c.Align % 5
 		if mutant.ProgTouchQ {
@@ -312,9 +323,10 @@ func step(h *invariants.Harness, c Cmd) error {
 	case OpAllocEdge:
 		edges := invariants.EdgeSizes(int(h.M.Size()))
 		align := 1
-		if c.Flags&4 != 0 {
+		if c.Flags&4 != 0 && !mutant.ProgEdgeAlign {
 			align = 1 << (c.Align % (spec.SuperblockShift + 1))
 		}
+		note(h, observed{Op: c.Op, Call: "alloc", ID: id, N: edges[int(c.Size)%len(edges)], A: align})
 		return h.Alloc(id, edges[int(c.Size)%len(edges)], align)
 	}
 	return nil
@@ -345,7 +357,9 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 			id = invariants.Front
 		}
 	case 2:
-		id = invariants.Front
+		if !mutant.ProgReallocFront {
+			id = invariants.Front
+		}
 	}
 	o, _ := h.M.LiveAt(a)
 	n := c.size()
@@ -353,6 +367,7 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 		edges := invariants.ReallocSizes(o)
 		n = edges[int(c.Size)%len(edges)]
 	}
+	note(h, observed{Op: c.Op, Call: "realloc", ID: id, N: int(mode)})
 	if err := h.Realloc(id, a, n); err != nil || h.LastErr != nil || c.Flags&32 == 0 || mutant.ProgReallocBack {
 		return err
 	}

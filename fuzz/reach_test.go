@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -53,7 +54,9 @@ func TestProgramSizeReach(t *testing.T) {
 // every kind of call Run claims, with the invariants checked after each:
 // allocations on the Allocator's methods (Front), chosen by the cache selector, an alignment of a superblock, a
 // cross free on a cache other than the owner, a free through a closed cache,
-// a touch of the quarantine, a realloc back to the old size.
+// a touch of the quarantine, a realloc back to the old size, a realloc by the
+// Allocator (flags mode 2, always on it), every kind of bad free, both kinds of
+// tail free, an edge size aligned.
 func TestProgramReach(t *testing.T) {
 	seen := map[string]bool{}
 	observe = func(h *invariants.Harness, o observed) {
@@ -71,6 +74,17 @@ func TestProgramReach(t *testing.T) {
 			seen["superblock alignment"] = true
 		case o.Op == OpFreeCross && o.ID != o.Owner:
 			seen["cross free"] = true
+		case o.Op == OpAllocEdge && o.A > 1:
+			seen["aligned edge"] = true
+		case o.Call == "free bad":
+			seen[fmt.Sprintf("bad free %d", o.N)] = true
+		case o.Call == "free tail":
+			seen[fmt.Sprintf("free tail %d", o.N)] = true
+		case o.Call == "realloc" && o.N == 2:
+			seen["realloc by the Allocator"] = true
+			if o.ID != invariants.Front {
+				seen["realloc mode 2 not on the Allocator"] = true
+			}
 		}
 	}
 	defer func() { observe = nil }()
@@ -80,13 +94,21 @@ func TestProgramReach(t *testing.T) {
 		}
 	}
 	var missed []string
-	for _, k := range []string{"front", "superblock alignment", "cross free", "free closed", "alloc closed", "touch", "realloc back"} {
+	want := []string{"front", "superblock alignment", "cross free", "free closed", "alloc closed", "touch", "realloc back",
+		"aligned edge", "free tail 0", "free tail 1", "realloc by the Allocator"}
+	for k := range invariants.NumBad {
+		want = append(want, fmt.Sprintf("bad free %d", k))
+	}
+	for _, k := range want {
 		if !seen[k] {
 			missed = append(missed, k)
 		}
 	}
 	if seen["cross free on its owner"] {
 		t.Error("an OpFreeCross freed an object on its owner")
+	}
+	if seen["realloc mode 2 not on the Allocator"] {
+		t.Error("an OpRealloc of mode 2 did not resize on the Allocator")
 	}
 	if len(missed) > 0 {
 		keys := make([]string, 0, len(seen))

@@ -342,4 +342,8 @@ var All = []Mutant{
 	{"concguard", "GUARD-FAULT", "Options.Guard", "fuzz: FuzzConcurrent's header bit 3 no longer turns guard mode on"},
 	{"concnoexact", "STATS-EXACT", "Allocator.Stats", "fuzz: FuzzConcurrent's barriers flush every cache on an odd a but check the snapshot as unflushed: STATS-EXACT is never checked"},
 	{"concnofront", "REFINES", "Allocator.Alloc", "fuzz: FuzzConcurrent's COpAlloc ignores b's bit 0 and always allocates through the worker's cache, never the Allocator's methods"},
+	{"progbadkinds", "FREE-INVALID", "Cache.Free", "fuzz: OpFreeBad picks its kind by align%(NumBad-1): the last kind of bad free is never made"},
+	{"progtaillast", "FREE-INVALID", "Cache.Free", "fuzz: OpFreeTail ignores align bit 0: the free at the last object's last byte is never made"},
+	{"progedgealign", "REFINES", "Cache.AllocAligned", "fuzz: OpAllocEdge ignores flags bit 2: edge sizes are never allocated aligned"},
+	{"progreallocfront", "REFINES", "Allocator.Realloc", "fuzz: OpRealloc's mode 2 resizes on the command's cache, not the Allocator"},
 }

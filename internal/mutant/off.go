@@ -327,6 +327,10 @@ const (
 	ConcGuard            = false
 	ConcNoExact          = false
 	ConcNoFront          = false
+	ProgBadKinds         = false
+	ProgTailLast         = false
+	ProgEdgeAlign        = false
+	ProgReallocFront     = false
 )
 
 func Drop() bool { return false }

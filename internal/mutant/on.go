@@ -344,6 +344,10 @@ var (
 	ConcGuard            = on("concguard")
 	ConcNoExact          = on("concnoexact")
 	ConcNoFront          = on("concnofront")
+	ProgBadKinds         = on("progbadkinds")
+	ProgTailLast         = on("progtaillast")
+	ProgEdgeAlign        = on("progedgealign")
+	ProgReallocFront     = on("progreallocfront")
 )
 
 var remoteFrees atomic.Uint64
