@@ -89,12 +89,13 @@ type SoakReport struct {
 	// ShortLived the goroutines that came, called them, and went.
 	FrontCalls, ShortLived, BadFrees, OOMs, Reopens uint64
 	// Reallocs counts the Reallocs made, Aligned the AllocAligned calls with
-	// an alignment above 1.
-	Reallocs, Aligned         uint64
-	SmallFrees, SBCacheMisses uint64
-	Checks, FlushChecks       int
-	Violations                []SoakViolation
-	Lead                      []LeadObservation
+	// an alignment above 1, BadForeign the bad frees of another Allocator's
+	// object (the others free Go heap memory).
+	Reallocs, Aligned, BadForeign uint64
+	SmallFrees, SBCacheMisses     uint64
+	Checks, FlushChecks           int
+	Violations                    []SoakViolation
+	Lead                          []LeadObservation
 }
 
 // HitRate is the superblock-cache hit rate of small frees.
@@ -135,7 +136,7 @@ type soakWorker struct {
 	inbox chan SharedObj
 	last  *soakBarrier
 	// counters, read by the coordinator at barriers and at the end
-	ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned uint64
+	ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned, foreign uint64
 }
 
 // Soak runs cfg.Goroutines workers against one Allocator and the Model (through
@@ -324,6 +325,7 @@ func (s *soak) sum(r *SoakReport) {
 		r.ShortLived += w.short
 		r.Reallocs += w.reallocs
 		r.Aligned += w.aligned
+		r.BadForeign += w.foreign
 		r.BadFrees += w.bad
 		r.OOMs += w.oom
 		r.Reopens += w.reopen
@@ -384,7 +386,14 @@ func (w *soakWorker) step() {
 			w.realloc()
 		}
 	case op < 975:
-		w.sh.BadFree(w.cache(), w.id, w.rng.IntN(2), w.rng.IntN(1<<16))
+		kind := w.rng.IntN(2)
+		if mutant.SoakBadKind {
+			kind = 0
+		}
+		if kind == 1 {
+			w.foreign++
+		}
+		w.sh.BadFree(w.cache(), w.id, kind, w.rng.IntN(1<<16))
 		w.bad++
 	case op < 985:
 		w.shortLived()
@@ -562,7 +571,7 @@ func (w *soakWorker) free(o SharedObj, received bool) {
 
 // handOff sends one of the worker's objects to another worker, who will free it.
 func (w *soakWorker) handOff() {
-	if len(w.mine) == 0 || len(w.s.workers) < 2 {
+	if len(w.mine) == 0 || len(w.s.workers) < 2 || mutant.SoakNoHandoff {
 		return
 	}
 	i := w.rng.IntN(len(w.mine))

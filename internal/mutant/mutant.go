@@ -346,4 +346,6 @@ var All = []Mutant{
 	{"progtaillast", "FREE-INVALID", "Cache.Free", "fuzz: OpFreeTail ignores align bit 0: the free at the last object's last byte is never made"},
 	{"progedgealign", "REFINES", "Cache.AllocAligned", "fuzz: OpAllocEdge ignores flags bit 2: edge sizes are never allocated aligned"},
 	{"progreallocfront", "REFINES", "Allocator.Realloc", "fuzz: OpRealloc's mode 2 resizes on the command's cache, not the Allocator"},
+	{"soaknohandoff", "CACHE-COHERENT", "Cache.Free", "invariants: the soak's workers never hand objects to each other: its remote frees are only of objects from a closed cache or the Allocator"},
+	{"soakbadkind", "FREE-INVALID", "Cache.Free", "invariants: the soak's bad frees are all of Go heap memory, never of another Allocator's object"},
 }

@@ -331,6 +331,8 @@ const (
 	ProgTailLast         = false
 	ProgEdgeAlign        = false
 	ProgReallocFront     = false
+	SoakNoHandoff        = false
+	SoakBadKind          = false
 )
 
 func Drop() bool { return false }

@@ -348,6 +348,8 @@ var (
 	ProgTailLast         = on("progtaillast")
 	ProgEdgeAlign        = on("progedgealign")
 	ProgReallocFront     = on("progreallocfront")
+	SoakNoHandoff        = on("soaknohandoff")
+	SoakBadKind          = on("soakbadkind")
 )
 
 var remoteFrees atomic.Uint64
