@@ -43,13 +43,20 @@ type cworker struct {
 	done  chan struct{}
 	fill  byte
 	freed [][]byte // recently freed, for stale frees
-	front int      // allocations through the Allocator's methods
+	n     concCounts
+}
+
+// concCounts counts what a concurrent program's steps made.
+type concCounts struct {
+	Front int // allocations through the Allocator's methods
+	Large int // large allocations
+	Stale int // stale frees of an address freed before
 }
 
 // concEnd, if set (tests), is told at the end of RunConcurrent, before the
 // Allocator closes, of the Shared it ran on and of the allocations made
 // through the Allocator's methods: what the driver reached.
-var concEnd func(sh *invariants.Shared, front int)
+var concEnd func(sh *invariants.Shared, n concCounts)
 
 // concurrentOptions is the configuration a concurrent program's header
 // selects.
@@ -148,11 +155,13 @@ func RunConcurrent(data []byte) error {
 	sh.Settle()
 	sh.Record(invariants.CheckEmpty(sh.A.Snapshot(), sh.M)...)
 	if concEnd != nil {
-		front := 0
+		var n concCounts
 		for _, w := range ws {
-			front += w.front
+			n.Front += w.n.Front
+			n.Large += w.n.Large
+			n.Stale += w.n.Stale
 		}
-		concEnd(sh, front)
+		concEnd(sh, n)
 	}
 	sh.Close()
 	var errs []error
@@ -196,15 +205,18 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	switch op {
 	case COpAlloc:
 		n := (a | b<<8) % (spec.MaxSmall + 1)
-		if b&0xc0 == 0xc0 {
+		if b&0xc0 == 0xc0 && !mutant.ConcNoLarge {
 			n = spec.MaxSmall + 1 + a*512
+		}
+		if n > spec.MaxSmall {
+			w.n.Large++
 		}
 		w.fill++
 		var c *impl.Cache
 		if b&1 == 0 || mutant.ConcNoFront {
 			c = w.c // else the Allocator's methods
 		} else {
-			w.front++
+			w.n.Front++
 		}
 		if o, ok := w.sh.Alloc(c, w.id, n, 1, w.fill|1); ok {
 			w.mine = append(w.mine, o)
@@ -253,8 +265,9 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		// pointer inside an object held: judged per address at the barrier.
 		var p []byte
 		switch {
-		case a%3 == 0 && len(w.freed) > 0:
+		case a%3 == 0 && len(w.freed) > 0 && !mutant.ConcNoStaleFreed:
 			p = w.freed[b%len(w.freed)]
+			w.n.Stale++
 		case a%3 == 1 && len(w.mine) > 0:
 			i := b % len(w.mine)
 			p = w.mine[i].B

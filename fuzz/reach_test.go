@@ -148,15 +148,24 @@ func TestConcurrentOptionsReach(t *testing.T) {
 }
 
 // TestConcurrentReach: FuzzConcurrent's first seed allocates through the
-// Allocator's methods (b odd) and checks STATS-EXACT at its barrier (a odd).
+// Allocator's methods (b odd) and checks STATS-EXACT at its barrier (a odd);
+// a program of a large allocation (b's top bits) and a stale free of a freed
+// address (a%3 == 0) makes them.
 func TestConcurrentReach(t *testing.T) {
-	var front, exact int
-	concEnd = func(sh *invariants.Shared, f int) { front, exact = f, sh.ExactChecks() }
+	var n concCounts
+	var exact int
+	concEnd = func(sh *invariants.Shared, c concCounts) { n, exact = c, sh.ExactChecks() }
 	defer func() { concEnd = nil }()
 	if err := RunConcurrent([]byte{0, 0, COpAlloc, 10, 1, 1, COpAlloc, 20, 2, 0, COpSend, 0, 1, 1, COpReceive, 0, 0, 2, COpBarrier, 1, 0}); err != nil {
 		t.Fatal(err)
 	}
-	if front == 0 || exact == 0 {
-		t.Errorf("%d allocations through the Allocator's methods, %d checks of a flushed snapshot; want both > 0", front, exact)
+	if n.Front == 0 || exact == 0 {
+		t.Errorf("%d allocations through the Allocator's methods, %d checks of a flushed snapshot; want both > 0", n.Front, exact)
+	}
+	if err := RunConcurrent([]byte{0, 1, COpAlloc, 5, 0xc0, 0, COpAlloc, 9, 2, 0, COpFree, 0, 0, 0, COpStale, 0, 0, 2, COpBarrier, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Large == 0 || n.Stale == 0 {
+		t.Errorf("%d large allocations, %d stale frees of a freed address; want both > 0", n.Large, n.Stale)
 	}
 }

@@ -348,4 +348,6 @@ var All = []Mutant{
 	{"progreallocfront", "REFINES", "Allocator.Realloc", "fuzz: OpRealloc's mode 2 resizes on the command's cache, not the Allocator"},
 	{"soaknohandoff", "CACHE-COHERENT", "Cache.Free", "invariants: the soak's workers never hand objects to each other: its remote frees are only of objects from a closed cache or the Allocator"},
 	{"soakbadkind", "FREE-INVALID", "Cache.Free", "invariants: the soak's bad frees are all of Go heap memory, never of another Allocator's object"},
+	{"concnolarge", "LARGE-EXACT", "Cache.Alloc", "fuzz: FuzzConcurrent's COpAlloc ignores b's top bits: every allocation is small"},
+	{"concnostalefreed", "FREE-DOUBLE", "Cache.Free", "fuzz: FuzzConcurrent's COpStale never frees an address freed before (a%3 == 0 falls to the interior pointer)"},
 }

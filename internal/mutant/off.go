@@ -333,6 +333,8 @@ const (
 	ProgReallocFront     = false
 	SoakNoHandoff        = false
 	SoakBadKind          = false
+	ConcNoLarge          = false
+	ConcNoStaleFreed     = false
 )
 
 func Drop() bool { return false }

@@ -350,6 +350,8 @@ var (
 	ProgReallocFront     = on("progreallocfront")
 	SoakNoHandoff        = on("soaknohandoff")
 	SoakBadKind          = on("soakbadkind")
+	ConcNoLarge          = on("concnolarge")
+	ConcNoStaleFreed     = on("concnostalefreed")
 )
 
 var remoteFrees atomic.Uint64
