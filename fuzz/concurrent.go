@@ -51,6 +51,7 @@ type concCounts struct {
 	Front int // allocations through the Allocator's methods
 	Large int // large allocations
 	Stale int // stale frees of an address freed before
+	Burst int // operations run in bursts, all workers at once
 }
 
 // concEnd, if set (tests), is told at the end of RunConcurrent, before the
@@ -160,6 +161,7 @@ func RunConcurrent(data []byte) error {
 			n.Front += w.n.Front
 			n.Large += w.n.Large
 			n.Stale += w.n.Stale
+			n.Burst += w.n.Burst
 		}
 		concEnd(sh, n)
 	}
@@ -320,7 +322,11 @@ func (w *cworker) free(o invariants.SharedObj, front bool) {
 // burst runs n random operations while the other workers do the same.
 func (w *cworker) burst(ws []*cworker, n int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
+	if mutant.ConcNoBurst {
+		n = 0
+	}
 	for range n {
+		w.n.Burst++
 		op := []int{COpAlloc, COpAlloc, COpFree, COpSend, COpReceive, COpReceive, COpStale, COpAllocator}[rng.IntN(8)]
 		if op == COpAllocator && rng.IntN(4) != 0 {
 			op = COpAlloc

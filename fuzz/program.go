@@ -90,7 +90,11 @@ func Decode(data []byte) Program {
 		return p
 	}
 	p.Header, data = data[0], data[1:]
-	for ; len(data) >= CmdSize && len(p.Cmds) < MaxCmds; data = data[CmdSize:] {
+	limit := MaxCmds
+	if mutant.ProgMaxCmds {
+		limit = MaxCmds / 2
+	}
+	for ; len(data) >= CmdSize && len(p.Cmds) < limit; data = data[CmdSize:] {
 		c := Cmd{
 			Op:     Op(data[0] & 0x0f),
 			Cache:  data[1],

@@ -150,7 +150,7 @@ func TestConcurrentOptionsReach(t *testing.T) {
 // TestConcurrentReach: FuzzConcurrent's first seed allocates through the
 // Allocator's methods (b odd) and checks STATS-EXACT at its barrier (a odd);
 // a program of a large allocation (b's top bits) and a stale free of a freed
-// address (a%3 == 0) makes them.
+// address (a%3 == 0) makes them, and bursts run operations.
 func TestConcurrentReach(t *testing.T) {
 	var n concCounts
 	var exact int
@@ -167,5 +167,19 @@ func TestConcurrentReach(t *testing.T) {
 	}
 	if n.Large == 0 || n.Stale == 0 {
 		t.Errorf("%d large allocations, %d stale frees of a freed address; want both > 0", n.Large, n.Stale)
+	}
+	if err := RunConcurrent([]byte{1, 0, COpBurst, 31, 7, 1, COpBurst, 31, 9, 2, COpBarrier, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Burst == 0 {
+		t.Error("the bursts ran no operations")
+	}
+}
+
+// TestProgramMaxCmds: Decode keeps MaxCmds commands, no fewer.
+func TestProgramMaxCmds(t *testing.T) {
+	p := Program{Cmds: make([]Cmd, MaxCmds+1)}
+	if got := len(Decode(Encode(p)).Cmds); got != MaxCmds {
+		t.Errorf("Decode of %d commands kept %d, want MaxCmds = %d", MaxCmds+1, got, MaxCmds)
 	}
 }

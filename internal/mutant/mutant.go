@@ -350,4 +350,6 @@ var All = []Mutant{
 	{"soakbadkind", "FREE-INVALID", "Cache.Free", "invariants: the soak's bad frees are all of Go heap memory, never of another Allocator's object"},
 	{"concnolarge", "LARGE-EXACT", "Cache.Alloc", "fuzz: FuzzConcurrent's COpAlloc ignores b's top bits: every allocation is small"},
 	{"concnostalefreed", "FREE-DOUBLE", "Cache.Free", "fuzz: FuzzConcurrent's COpStale never frees an address freed before (a%3 == 0 falls to the interior pointer)"},
+	{"concnoburst", "CONSERVE", "Cache.Free", "fuzz: FuzzConcurrent's bursts run no operations: the workers never run at once"},
+	{"progmaxcmds", "REFINES", "Cache.Alloc", "fuzz: Decode keeps MaxCmds/2 commands of a program, not MaxCmds"},
 }

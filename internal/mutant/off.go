@@ -335,6 +335,8 @@ const (
 	SoakBadKind          = false
 	ConcNoLarge          = false
 	ConcNoStaleFreed     = false
+	ConcNoBurst          = false
+	ProgMaxCmds          = false
 )
 
 func Drop() bool { return false }

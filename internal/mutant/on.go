@@ -352,6 +352,8 @@ var (
 	SoakBadKind          = on("soakbadkind")
 	ConcNoLarge          = on("concnolarge")
 	ConcNoStaleFreed     = on("concnostalefreed")
+	ConcNoBurst          = on("concnoburst")
+	ProgMaxCmds          = on("progmaxcmds")
 )
 
 var remoteFrees atomic.Uint64
