@@ -70,7 +70,7 @@ func TestProgramReach(t *testing.T) {
 		switch {
 		case o.ID == invariants.Front && (o.Op == OpAlloc || o.Op == OpAllocAligned):
 			seen["front"] = true
-		case o.Call == "alloc" && o.A == spec.SuperblockSize:
+		case o.Op == OpAllocAligned && o.A == spec.SuperblockSize:
 			seen["superblock alignment"] = true
 		case o.Op == OpFreeCross && o.ID != o.Owner:
 			seen["cross free"] = true
