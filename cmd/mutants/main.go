@@ -13,6 +13,14 @@
 //	go run ./cmd/mutants -only nozero # one (or a list: -only nozero,genwrap)
 //	go run ./cmd/mutants -tags ''     # the README's build only: which bugs
 //	                                  # only the race-window tests see
+//	go run ./cmd/mutants -write-killers # and record each mutant's killer
+//
+// cmd/mutants/killers.txt names the test that killed each mutant last time
+// (mutant, package, test). That test is tried first, on its own: a mutant
+// that only a late test of a slow package kills (the soak) then costs three
+// runs of that test, not the packages before it. It is only a hint: the kill
+// still needs three failures of one test, and a hint that passes (stale, or
+// another build) falls back to running the packages in order.
 package main
 
 import (
@@ -51,7 +59,12 @@ func main() {
 	only := flag.String("only", "", "run only these mutants (names separated by commas)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "per package and mutant")
 	extra := flag.String("tags", "refalloc_yield", "build tags besides refalloc_mutants")
+	write := flag.Bool("write-killers", false, "rewrite "+killersFile+" with the killers found")
 	flag.Parse()
+	hints, err := readKillers()
+	if err != nil {
+		fatal(err)
+	}
 	tags := strings.TrimSpace("refalloc_mutants " + *extra)
 	packages = append(packages, "./internal/yieldbuild")
 	dir, err := os.MkdirTemp("", "mutants")
@@ -82,7 +95,10 @@ func main() {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.Name) {
 			continue
 		}
-		r := kill(m, bins, order(homes[m.Name]), *timeout)
+		r := kill(m, bins, hints[m.Name], order(homes[m.Name]), *timeout)
+		if r.verdict == "killed" {
+			hints[m.Name] = [2]string{r.pkg, r.test}
+		}
 		results = append(results, r)
 		fmt.Fprintf(os.Stderr, "mutants: %-18s %s %s %s\n", m.Name, r.verdict, r.pkg, r.test)
 	}
@@ -99,6 +115,11 @@ func main() {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s | %v |\n", r.m.Name, r.m.Rule, r.m.Method, r.m.Bug, r.verdict, by, r.took.Round(10*time.Millisecond))
 	}
 	fmt.Printf("\n%d of %d mutants killed.\n", len(results)-survived, len(results))
+	if *write {
+		if err := writeKillers(hints); err != nil {
+			fatal(err)
+		}
+	}
 	if survived > 0 {
 		fmt.Printf("%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
 		os.Exit(1)
@@ -108,10 +129,17 @@ func main() {
 // kill runs the packages with m on, in order, until a test fails and then
 // fails twice more on its own; a failure that does not repeat moves on to the
 // next package.
-func kill(m mutant.Mutant, bins map[string]string, order []string, timeout time.Duration) (r result) {
+func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []string, timeout time.Duration) (r result) {
 	r = result{m: m, verdict: "SURVIVED"}
 	start := time.Now()
 	defer func() { r.took = time.Since(start) }()
+	if pkg, test := hint[0], hint[1]; bins[pkg] != "" && test != "" {
+		if failed, got, timedOut := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", timeout); failed && !timedOut && got == test &&
+			repeats(bins[pkg], pkg, m.Name, test, timeout) {
+			r.verdict, r.pkg, r.test = "killed", pkg, test
+			return r
+		}
+	}
 	for _, pkg := range order {
 		failed, test, timedOut := run(bins[pkg], pkg, m.Name, "", timeout)
 		if timedOut {
@@ -201,6 +229,42 @@ func homes() (map[string]string, error) {
 		}
 	}
 	return h, nil
+}
+
+// killersFile is the hints: a line "mutant package test" for each mutant.
+const killersFile = "cmd/mutants/killers.txt"
+
+func readKillers() (map[string][2]string, error) {
+	h := map[string][2]string{}
+	data, err := os.ReadFile(killersFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return h, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: want \"mutant package test\", got %q", killersFile, i+1, line)
+		}
+		h[f[0]] = [2]string{f[1], f[2]}
+	}
+	return h, nil
+}
+
+func writeKillers(h map[string][2]string) error {
+	var b strings.Builder
+	b.WriteString("# The test that last killed each mutant, tried first by cmd/mutants\n# (a hint: regenerate with go run ./cmd/mutants -write-killers).\n")
+	for _, m := range mutant.All {
+		if k, ok := h[m.Name]; ok {
+			fmt.Fprintf(&b, "%s %s %s\n", m.Name, k[0], k[1])
+		}
+	}
+	return os.WriteFile(killersFile, []byte(b.String()), 0o644)
 }
 
 var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
