@@ -56,8 +56,10 @@ func BenchmarkPair(b *testing.B) {
 
 // cachePair is the lifo loop on one Cache: an Alloc and a Free of n bytes, with
 // one object of the class kept live so that its superblock stays current.
-func cachePair(b *testing.B, n int) {
-	c := benchCache(b)
+func cachePair(b *testing.B, n int) { pairLoop(b, benchCache(b), n) }
+
+// pairLoop is cachePair's loop on c.
+func pairLoop(b *testing.B, c *impl.Cache, n int) {
 	keep, _ := c.Alloc(n)
 	for b.Loop() {
 		p, _ := c.Alloc(n)
@@ -174,13 +176,7 @@ func BenchmarkGuard(b *testing.B) {
 				}
 				defer a.Close()
 				c, _ := a.NewCache()
-				keep, _ := c.Alloc(n)
-				for b.Loop() {
-					p, _ := c.Alloc(n)
-					p[0] = 1
-					c.Free(p)
-				}
-				c.Free(keep)
+				pairLoop(b, c, n)
 				b.ReportMetric(float64(a.Stats().Guard.Allocs)/float64(b.N), "guarded/op")
 			})
 		}
