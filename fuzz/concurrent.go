@@ -54,9 +54,9 @@ type concCounts struct {
 	Burst int // operations run in bursts, all workers at once
 }
 
-// concEnd, if set (tests), is told at the end of RunConcurrent, before the
-// Allocator closes, of the Shared it ran on and of the allocations made
-// through the Allocator's methods: what the driver reached.
+// concEnd, if set (tests), is told at the end of RunConcurrent, when every
+// object is freed and every cache closed, before the EMPTY check and the
+// Allocator's Close, of the Shared it ran on and of what the driver reached.
 var concEnd func(sh *invariants.Shared, n concCounts)
 
 // concurrentOptions is the configuration a concurrent program's header
@@ -154,7 +154,6 @@ func RunConcurrent(data []byte) error {
 	}
 	sh.A.Flush()
 	sh.Settle()
-	sh.Record(invariants.CheckEmpty(sh.A.Snapshot(), sh.M)...)
 	if concEnd != nil {
 		var n concCounts
 		for _, w := range ws {
@@ -164,6 +163,9 @@ func RunConcurrent(data []byte) error {
 			n.Burst += w.n.Burst
 		}
 		concEnd(sh, n)
+	}
+	if !mutant.ConcNoEmpty {
+		sh.Record(invariants.CheckEmpty(sh.A.Snapshot(), sh.M)...)
 	}
 	sh.Close()
 	var errs []error

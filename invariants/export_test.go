@@ -29,3 +29,13 @@ var (
 // SetDebug changes whether the harness expects the allocator to be in debug
 // mode, for a test that makes it expect what the allocator does not do.
 func (h *Harness) SetDebug(debug bool) { h.debug = debug }
+
+// SoakAtEnd runs Soak with atEnd run after its workers are done, before its
+// final EMPTY check and its report of writes after free; SoakEdges are the
+// sizes its workers draw at the edges.
+func SoakAtEnd(cfg SoakConfig, atEnd func(*Shared)) (*SoakReport, error) {
+	cfg.atEnd = atEnd
+	return Soak(cfg)
+}
+
+var SoakEdges = soakEdges

@@ -52,6 +52,10 @@ type SoakConfig struct {
 	// last barrier.
 	Progress      func(SoakProgress)
 	MaxViolations int // stop after this many [10]
+
+	// atEnd, if set (tests), runs after the workers are done and before the
+	// final EMPTY check and the report of writes after free.
+	atEnd func(*Shared)
 }
 
 // SoakProgress is the state of a running soak.
@@ -93,9 +97,13 @@ type SoakReport struct {
 	// object (the others free Go heap memory).
 	Reallocs, Aligned, BadForeign uint64
 	SmallFrees, SBCacheMisses     uint64
-	Checks, FlushChecks           int
-	Violations                    []SoakViolation
-	Lead                          []LeadObservation
+	// Edges is how many of the EdgeSizes up to three superblocks (every
+	// class's size and one more, MaxSmall+1, the page edges) the workers
+	// allocated, of the EdgeSizes they draw from.
+	Edges, EdgeSizes    int
+	Checks, FlushChecks int
+	Violations          []SoakViolation
+	Lead                []LeadObservation
 }
 
 // HitRate is the superblock-cache hit rate of small frees.
@@ -113,6 +121,7 @@ type soakBarrier struct {
 
 type soak struct {
 	cfg     SoakConfig
+	edges   []int // soakEdges, which the workers go through between them
 	sh      *Shared
 	workers []*soakWorker
 	barrier atomic.Pointer[soakBarrier]
@@ -135,6 +144,8 @@ type soakWorker struct {
 	freed [][]byte // recently freed, for stale frees
 	inbox chan SharedObj
 	last  *soakBarrier
+	edge  int    // the next of s.edges this worker draws (g, g+G, ...)
+	drawn []bool // which of s.edges it has allocated
 	// counters, read by the coordinator at barriers and at the end
 	ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned, foreign uint64
 }
@@ -193,9 +204,10 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 		return nil, err
 	}
 	sh.MaxViolations = cfg.MaxViolations
-	s := &soak{cfg: cfg, sh: sh, start: time.Now()}
+	s := &soak{cfg: cfg, sh: sh, start: time.Now(), edges: soakEdges(cfg.Reserve)}
 	for g := range cfg.Goroutines {
-		w := &soakWorker{sh: sh, s: s, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(g))), inbox: make(chan SharedObj, 64)}
+		w := &soakWorker{sh: sh, s: s, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(g))), inbox: make(chan SharedObj, 64),
+			edge: g, drawn: make([]bool, len(s.edges))}
 		if w.c, w.id, err = sh.OpenCache(); err != nil {
 			return nil, err
 		}
@@ -229,9 +241,14 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 		}
 	}
 	wg.Wait() // the workers free everything they own or received, and close
+	if cfg.atEnd != nil {
+		cfg.atEnd(sh)
+	}
 	sh.A.Flush()
 	sh.Settle()
-	sh.Record(CheckEmpty(sh.A.Snapshot(), sh.M)...)
+	if !mutant.SoakNoEmpty {
+		sh.Record(CheckEmpty(sh.A.Snapshot(), sh.M)...)
+	}
 	rep.Checks++
 	s.sum(rep)
 	rep.Elapsed = time.Since(s.start)
@@ -241,7 +258,9 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	rep.Lead = lead
 	sh.Close()
 	for _, e := range wafs.errs {
-		sh.Record(violation(spec.RuleDebugPoison, "reported: %s", e))
+		if !mutant.SoakNoWAF {
+			sh.Record(violation(spec.RuleDebugPoison, "reported: %s", e))
+		}
 	}
 	s.stamp()
 	for i, v := range sh.Violations() {
@@ -332,6 +351,15 @@ func (s *soak) sum(r *SoakReport) {
 		r.SmallFrees += w.small
 	}
 	r.SBCacheMisses = s.sh.A.Stats().SuperblockCacheMisses
+	r.EdgeSizes = len(s.edges)
+	for i := range s.edges {
+		for _, w := range s.workers {
+			if w.drawn[i] {
+				r.Edges++
+				break
+			}
+		}
+	}
 	r.FlushChecks = s.sh.ExactChecks()
 }
 
@@ -523,8 +551,28 @@ func (w *soakWorker) drawSize() int {
 	return spec.MaxSmall + 1 + w.rng.IntN(3*spec.SuperblockSize)
 }
 
+// soakEdges are the EdgeSizes a soak draws: up to three superblocks, not the
+// reservation's own edges (out of memory or too large, which the machines
+// judge one call at a time).
+func soakEdges(reserve int) []int {
+	var out []int
+	for _, n := range EdgeSizes(reserve) {
+		if n <= spec.MaxSmall+1+3*spec.SuperblockSize {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func (w *soakWorker) alloc() {
-	n, align := w.drawSize(), 1
+	n, align, edge := w.drawSize(), 1, -1
+	// One allocation in 8 is at an edge, where a rule changes its answer by
+	// one byte: worker g takes edges g, g+G, g+2G, ... (G workers) and round
+	// again, so that together they reach every one in a short soak.
+	if w.rng.IntN(8) == 0 && !mutant.SoakNoEdges {
+		edge = w.edge % len(w.s.edges)
+		n = w.s.edges[edge]
+	}
 	if w.rng.IntN(20) == 0 {
 		align = 16 << w.rng.IntN(9)
 		if mutant.SoakNoAlign {
@@ -543,6 +591,10 @@ func (w *soakWorker) alloc() {
 		return
 	}
 	w.allocs++
+	if edge >= 0 { // an edge out of memory is drawn again next time
+		w.drawn[edge] = true
+		w.edge += len(w.s.workers)
+	}
 	w.mine = append(w.mine, o)
 }
 
@@ -610,6 +662,7 @@ func (r *SoakReport) String() string {
 	fmt.Fprintf(&b, "| objects handed between goroutines | %d |\n", r.Handoff)
 	fmt.Fprintf(&b, "| goroutine-safe Allocator calls (and goroutines that came and went) | %d (%d) |\n", r.FrontCalls, r.ShortLived)
 	fmt.Fprintf(&b, "| reallocs / aligned allocations | %d / %d |\n", r.Reallocs, r.Aligned)
+	fmt.Fprintf(&b, "| edge sizes allocated (of those drawn) | %d (%d) |\n", r.Edges, r.EdgeSizes)
 	fmt.Fprintf(&b, "| superblock-cache hit rate (small frees) | %.2f%% (%d misses / %d) |\n", 100*r.HitRate(), r.SBCacheMisses, r.SmallFrees)
 	fmt.Fprintf(&b, "| bad and stale frees made (each judged as the model and its address allow) | %d |\n", r.BadFrees)
 	fmt.Fprintf(&b, "| out-of-memory (then freed and went on) | %d |\n", r.OOMs)

@@ -72,6 +72,9 @@ func TestStressOracle(t *testing.T) {
 		// the Allocator's methods and from goroutines that come and go,
 		// Reallocs and aligned allocations, objects handed to another worker,
 		// bad frees of both kinds.
+		if rep.Edges != rep.EdgeSizes || rep.EdgeSizes == 0 {
+			t.Errorf("the soak allocated %d of the %d edge sizes it draws; want all", rep.Edges, rep.EdgeSizes)
+		}
 		if rep.Ways != ways || rep.FrontCalls == 0 || rep.ShortLived == 0 || rep.Reallocs == 0 || rep.Aligned == 0 || rep.Handoff == 0 || rep.BadForeign == 0 {
 			t.Errorf("the soak ran %d ways (want %d), %d Allocator calls, %d short-lived goroutines, %d reallocs, %d aligned allocations, %d objects handed over, %d bad frees of another Allocator's objects; want each > 0:\n%v",
 				rep.Ways, ways, rep.FrontCalls, rep.ShortLived, rep.Reallocs, rep.Aligned, rep.Handoff, rep.BadForeign, rep)

@@ -333,6 +333,10 @@ const (
 	ProgReallocFront     = false
 	SoakNoHandoff        = false
 	SoakBadKind          = false
+	SoakNoEdges          = false
+	SoakNoEmpty          = false
+	SoakNoWAF            = false
+	ConcNoEmpty          = false
 	ConcNoLarge          = false
 	ConcNoStaleFreed     = false
 	ConcNoBurst          = false
