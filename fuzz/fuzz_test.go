@@ -85,6 +85,10 @@ func seedPrograms() []Program {
 		ps = append(ps, Program{Header: ways | 1, Cmds: api})
 	}
 	ps = append(ps, Program{Header: 0x18, Cmds: api}) // 8 ways, debug
+	// A pool that keeps 2 superblocks and returns the rest at every release
+	// (MEM-ACCOUNT checked tightly after every command): superblocks
+	// recycled, and every kind of call.
+	ps = append(ps, Program{Header: 128 | 0x20, Cmds: recycle}, Program{Header: 128 | 0x14 | 1, Cmds: api})
 	ps = append(ps, Program{Header: 2, Cmds: []Cmd{
 		cmd(OpAlloc, 0, 40000, 0, 0, 3), cmd(OpAllocAligned, 1, 100, 16, 0, 0), cmd(OpCloseCache, 0, 0, 0, 0, 0),
 		cmd(OpFreeCross, 1, 0, 0, 0, 0), cmd(OpUseClosed, 0, 8, 0, 0, 0), cmd(OpUseClosed, 0, 0, 1, 0, 0), cmd(OpFreeLocal, 0, 0, 0, 1, 0),

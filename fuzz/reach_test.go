@@ -56,7 +56,9 @@ func TestProgramSizeReach(t *testing.T) {
 // cross free on a cache other than the owner, a free through a closed cache,
 // a touch of the quarantine, a realloc back to the old size, a realloc by the
 // Allocator (flags mode 2, always on it), every kind of bad free, both kinds of
-// tail free, an edge size aligned.
+// tail free, an edge size aligned; and every configuration a header selects:
+// every way count, debug mode, guard mode (every small allocation sampled, and
+// one in 3), the pool that returns memory at every release past its Retain.
 func TestProgramReach(t *testing.T) {
 	seen := map[string]bool{}
 	observe = func(h *invariants.Harness, o observed) {
@@ -88,14 +90,27 @@ func TestProgramReach(t *testing.T) {
 		}
 	}
 	defer func() { observe = nil }()
+	ways := map[int]bool{}
 	for _, p := range seedPrograms() {
+		o := p.Options()
+		ways[o.SuperblockCacheWays] = true
+		seen["debug"] = seen["debug"] || o.Debug
+		seen["guard every one"] = seen["guard every one"] || o.Guard.Enabled && o.Guard.SampleRate == 1
+		seen["guard one in 3"] = seen["guard one in 3"] || o.Guard.Enabled && o.Guard.SampleRate == 3
+		seen["retain pool"] = seen["retain pool"] || o.Retain > 0 && o.Decay < 0
 		if err := Run(p); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for _, w := range []int{1, 8, 16, 32, 64, 128} {
+		if !ways[w] {
+			t.Errorf("no seed program runs %d superblock-cache ways", w)
+		}
+	}
 	var missed []string
 	want := []string{"front", "superblock alignment", "cross free", "free closed", "alloc closed", "touch", "realloc back",
-		"aligned edge", "free tail 0", "free tail 1", "realloc by the Allocator"}
+		"aligned edge", "free tail 0", "free tail 1", "realloc by the Allocator",
+		"debug", "guard every one", "guard one in 3", "retain pool"}
 	for k := range invariants.NumBad {
 		want = append(want, fmt.Sprintf("bad free %d", k))
 	}
