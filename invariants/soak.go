@@ -90,7 +90,9 @@ type SoakReport struct {
 	Elapsed                                  time.Duration
 	Ops, Allocs, Frees, RemoteFrees, Handoff uint64
 	// FrontCalls counts the worker's calls on the Allocator's methods;
-	// ShortLived the goroutines that came, called them, and went.
+	// ShortLived the goroutines that came, called them, and went (on a
+	// goroutine other than their worker's: one that runs on its worker's is
+	// not counted).
 	FrontCalls, ShortLived, BadFrees, OOMs, Reopens uint64
 	// Reallocs counts the Reallocs made, Aligned the AllocAligned calls with
 	// an alignment above 1, BadForeign the bad frees of another Allocator's
@@ -146,8 +148,9 @@ type soakWorker struct {
 	last  *soakBarrier
 	edge  int    // the next of s.edges this worker draws (g, g+G, ...)
 	drawn []bool // which of s.edges it has allocated
+	goid  uint64 // the worker's goroutine
 	// counters, read by the coordinator at barriers and at the end
-	ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned, foreign uint64
+	inline, ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned, foreign uint64
 }
 
 // Soak runs cfg.Goroutines workers against one Allocator and the Model (through
@@ -341,7 +344,7 @@ func (s *soak) sum(r *SoakReport) {
 		r.RemoteFrees += w.remote
 		r.Handoff += w.handoff
 		r.FrontCalls += w.front
-		r.ShortLived += w.short
+		r.ShortLived += w.short - w.inline
 		r.Reallocs += w.reallocs
 		r.Aligned += w.aligned
 		r.BadForeign += w.foreign
@@ -364,6 +367,7 @@ func (s *soak) sum(r *SoakReport) {
 }
 
 func (w *soakWorker) run() {
+	w.goid = goid()
 	for !w.s.stop.Load() {
 		if b := w.s.barrier.Load(); b != nil && b != w.last {
 			w.last = b
@@ -501,8 +505,11 @@ func (w *soakWorker) realloc() {
 func (w *soakWorker) shortLived() {
 	seed := w.rng.Uint64()
 	done := make(chan struct{})
-	go func() {
+	run := func() {
 		defer close(done)
+		if goid() == w.goid {
+			w.inline++ // not a goroutine of its own: counted, and judged by the tests
+		}
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var objs []SharedObj
 		for range 1 + rng.IntN(8) {
@@ -518,7 +525,12 @@ func (w *soakWorker) shortLived() {
 				w.mine = append(w.mine, o) // left to the worker (it waits for us)
 			}
 		}
-	}()
+	}
+	if mutant.SoakInline {
+		run()
+	} else {
+		go run()
+	}
 	<-done
 	w.short++
 }
@@ -688,4 +700,21 @@ func (r *SoakReport) String() string {
 
 func oneLine(s string) string {
 	return string(bytes.ReplaceAll([]byte(s), []byte("\n"), []byte(" ")))
+}
+
+// goid is the calling goroutine's ID, from the header of its stack trace
+// ("goroutine 42 [running]:"): the soak's proof that a short-lived goroutine is
+// one (the runtime gives no other way to tell).
+func goid() uint64 {
+	var buf [32]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = b[len("goroutine "):]
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }

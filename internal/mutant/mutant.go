@@ -352,6 +352,7 @@ var All = []Mutant{
 	{"soaknoempty", "EMPTY", "Allocator.Close", "invariants: the soak does not check EMPTY at its end, after everything is freed"},
 	{"soaknowaf", "DEBUG-POISON", "Options.Debug", "invariants: the soak drops the writes after free the allocator reported to OnError"},
 	{"concnoempty", "EMPTY", "Allocator.Close", "fuzz: FuzzConcurrent does not check EMPTY at its end, after everything is freed"},
+	{"soakinline", "REFINES", "Allocator.Alloc", "invariants: the soak's short-lived goroutines run on their worker's goroutine: no goroutine comes and goes"},
 	{"concnolarge", "LARGE-EXACT", "Cache.Alloc", "fuzz: FuzzConcurrent's COpAlloc ignores b's top bits: every allocation is small"},
 	{"concnostalefreed", "FREE-DOUBLE", "Cache.Free", "fuzz: FuzzConcurrent's COpStale never frees an address freed before (a%3 == 0 falls to the interior pointer)"},
 	{"concnoburst", "CONSERVE", "Cache.Free", "fuzz: FuzzConcurrent's bursts run no operations: the workers never run at once"},

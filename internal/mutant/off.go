@@ -337,6 +337,7 @@ const (
 	SoakNoEmpty          = false
 	SoakNoWAF            = false
 	ConcNoEmpty          = false
+	SoakInline           = false
 	ConcNoLarge          = false
 	ConcNoStaleFreed     = false
 	ConcNoBurst          = false

@@ -354,6 +354,7 @@ var (
 	SoakNoEmpty          = on("soaknoempty")
 	SoakNoWAF            = on("soaknowaf")
 	ConcNoEmpty          = on("concnoempty")
+	SoakInline           = on("soakinline")
 	ConcNoLarge          = on("concnolarge")
 	ConcNoStaleFreed     = on("concnostalefreed")
 	ConcNoBurst          = on("concnoburst")
