@@ -123,7 +123,8 @@ type soakBarrier struct {
 
 type soak struct {
 	cfg     SoakConfig
-	edges   []int // soakEdges, which the workers go through between them
+	edges   []int         // soakEdges, which the workers go through between them
+	edge    atomic.Uint64 // the next of edges to allocate (mod len)
 	sh      *Shared
 	workers []*soakWorker
 	barrier atomic.Pointer[soakBarrier]
@@ -146,7 +147,6 @@ type soakWorker struct {
 	freed [][]byte // recently freed, for stale frees
 	inbox chan SharedObj
 	last  *soakBarrier
-	edge  int    // the next of s.edges this worker draws (g, g+G, ...)
 	drawn []bool // which of s.edges it has allocated
 	goid  uint64 // the worker's goroutine
 	// counters, read by the coordinator at barriers and at the end
@@ -210,7 +210,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	s := &soak{cfg: cfg, sh: sh, start: time.Now(), edges: soakEdges(cfg.Reserve)}
 	for g := range cfg.Goroutines {
 		w := &soakWorker{sh: sh, s: s, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(g))), inbox: make(chan SharedObj, 64),
-			edge: g, drawn: make([]bool, len(s.edges))}
+			drawn: make([]bool, len(s.edges))}
 		if w.c, w.id, err = sh.OpenCache(); err != nil {
 			return nil, err
 		}
@@ -577,13 +577,14 @@ func soakEdges(reserve int) []int {
 }
 
 func (w *soakWorker) alloc() {
-	n, align, edge := w.drawSize(), 1, -1
+	n, align, edge := w.drawSize(), 1, uint64(0)
 	// One allocation in 8 is at an edge, where a rule changes its answer by
-	// one byte: worker g takes edges g, g+G, g+2G, ... (G workers) and round
-	// again, so that together they reach every one in a short soak.
+	// one byte: the workers go through them in turn, together, so that in a
+	// short soak they reach every one, however the scheduler shares the time
+	// out among them.
 	if w.rng.IntN(8) == 0 && !mutant.SoakNoEdges {
-		edge = w.edge % len(w.s.edges)
-		n = w.s.edges[edge]
+		edge = w.s.edge.Load() + 1
+		n = w.s.edges[(edge-1)%uint64(len(w.s.edges))]
 	}
 	if w.rng.IntN(20) == 0 {
 		align = 16 << w.rng.IntN(9)
@@ -603,9 +604,9 @@ func (w *soakWorker) alloc() {
 		return
 	}
 	w.allocs++
-	if edge >= 0 { // an edge out of memory is drawn again next time
-		w.drawn[edge] = true
-		w.edge += len(w.s.workers)
+	if edge > 0 { // an edge out of memory is drawn again next time
+		w.drawn[(edge-1)%uint64(len(w.s.edges))] = true
+		w.s.edge.CompareAndSwap(edge-1, edge)
 	}
 	w.mine = append(w.mine, o)
 }
