@@ -208,6 +208,9 @@ func (a *Allocator) snapshot() *Snapshot {
 			continue
 		}
 		for j := range ch {
+			if mutant.SnapChunkLast && j == len(ch)-1 {
+				continue
+			}
 			sb := &ch[j]
 			gen, state, k := unpackMeta(sb.meta.Load())
 			if state == stateUnused {

@@ -337,6 +337,9 @@ const (
 	ConcNoStaleFreed     = false
 	ConcNoBurst          = false
 	ProgMaxCmds          = false
+	LeakSiteGroup        = false
+	HeapDecommitShort    = false
+	SnapChunkLast        = false
 )
 
 func Drop() bool { return false }

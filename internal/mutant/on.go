@@ -354,6 +354,9 @@ var (
 	ConcNoStaleFreed     = on("concnostalefreed")
 	ConcNoBurst          = on("concnoburst")
 	ProgMaxCmds          = on("progmaxcmds")
+	LeakSiteGroup        = on("leaksitegroup")
+	HeapDecommitShort    = on("heapdecommitshort")
+	SnapChunkLast        = on("snapchunklast")
 )
 
 var remoteFrees atomic.Uint64
