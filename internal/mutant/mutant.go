@@ -355,4 +355,5 @@ var All = []Mutant{
 	{"leaksitegroup", "EMPTY", "Allocator.Leaks", "in debug mode Leaks takes a small object's allocation site from its group's index, not its own: every leak but a superblock's first few names another object's site"},
 	{"heapdecommitshort", "ZEROED", "Allocator.Trim", "the Go-heap backend's decommit clears all but the last byte of the range: a large object on trimmed memory, counted fresh and not zeroed again, ends in the old byte"},
 	{"snapchunklast", "REFINES", "Allocator.Snapshot", "Snapshot skips the last header of each chunk of 512: a live object in superblock 511 is missing from the snapshot, from Leaks, and from every check"},
+	{"snapnousers", "FRONT-EXCLUSIVE", "Allocator.Snapshot", "Snapshot shows every front cache's count of calls using it as 0 (refalloc_check and refalloc_yield builds): a call left counted is invisible to the checker"},
 }

@@ -340,6 +340,7 @@ const (
 	LeakSiteGroup        = false
 	HeapDecommitShort    = false
 	SnapChunkLast        = false
+	SnapNoUsers          = false
 )
 
 func Drop() bool { return false }

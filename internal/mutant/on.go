@@ -357,6 +357,7 @@ var (
 	LeakSiteGroup        = on("leaksitegroup")
 	HeapDecommitShort    = on("heapdecommitshort")
 	SnapChunkLast        = on("snapchunklast")
+	SnapNoUsers          = on("snapnousers")
 )
 
 var remoteFrees atomic.Uint64
