@@ -24,6 +24,9 @@ func (h *heapBackend) reserve(size, align uintptr) (unsafe.Pointer, error) {
 }
 
 func (h *heapBackend) decommit(p unsafe.Pointer, n uintptr) error {
+	if mutant.HeapDecommitShort {
+		n--
+	}
 	if !mutant.HeapDecommitNoClear {
 		clear(unsafe.Slice((*byte)(p), n))
 	}

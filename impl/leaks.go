@@ -55,7 +55,11 @@ func (a *Allocator) Leaks() []Leak {
 					idx := 32*g + bits.TrailingZeros32(live)
 					l := Leak{Addr: st.Addr + uintptr(idx*size), Size: size, Class: st.Class}
 					if sb.sites != nil {
-						l.Site = a.sites.format(sb.sites[idx])
+						site := sb.sites[idx]
+						if mutant.LeakSiteGroup {
+							site = sb.sites[g]
+						}
+						l.Site = a.sites.format(site)
 					}
 					out = append(out, l)
 				}

@@ -208,6 +208,9 @@ func (a *Allocator) snapshot() *Snapshot {
 			continue
 		}
 		for j := range ch {
+			if mutant.SnapChunkLast && j == len(ch)-1 {
+				continue
+			}
 			sb := &ch[j]
 			gen, state, k := unpackMeta(sb.meta.Load())
 			if state == stateUnused {
@@ -335,7 +338,7 @@ func (a *Allocator) openCaches() []*Cache {
 
 func (c *Cache) snapshot(front bool) CacheState {
 	cs := CacheState{
-		ID: c.id, Front: front, Token: c.busy.Load() * uint32(1-b2i(mutant.SnapNoToken)), Users: c.users.Load(),
+		ID: c.id, Front: front, Token: c.busy.Load() * uint32(1-b2i(mutant.SnapNoToken)), Users: c.users.Load() * int32(1-b2i(mutant.SnapNoUsers)),
 		CacheCounters: CacheCounters{
 			DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(), WriteAfterFrees: c.ev.waf.Load(),
 			SuperblockCacheMisses: c.ev.sbcFills.Load(), UnpublishedMisses: uint64(c.misses),

@@ -342,6 +342,10 @@ const (
 	ConcNoStaleFreed     = false
 	ConcNoBurst          = false
 	ProgMaxCmds          = false
+	LeakSiteGroup        = false
+	HeapDecommitShort    = false
+	SnapChunkLast        = false
+	SnapNoUsers          = false
 )
 
 func Drop() bool { return false }

@@ -359,6 +359,10 @@ var (
 	ConcNoStaleFreed     = on("concnostalefreed")
 	ConcNoBurst          = on("concnoburst")
 	ProgMaxCmds          = on("progmaxcmds")
+	LeakSiteGroup        = on("leaksitegroup")
+	HeapDecommitShort    = on("heapdecommitshort")
+	SnapChunkLast        = on("snapchunklast")
+	SnapNoUsers          = on("snapnousers")
 )
 
 var remoteFrees atomic.Uint64
