@@ -352,4 +352,5 @@ var All = []Mutant{
 	{"concnostalefreed", "FREE-DOUBLE", "Cache.Free", "fuzz: FuzzConcurrent's COpStale never frees an address freed before (a%3 == 0 falls to the interior pointer)"},
 	{"concnoburst", "CONSERVE", "Cache.Free", "fuzz: FuzzConcurrent's bursts run no operations: the workers never run at once"},
 	{"progmaxcmds", "REFINES", "Cache.Alloc", "fuzz: Decode keeps MaxCmds/2 commands of a program, not MaxCmds"},
+	{"expvarstale", "LARGE-EXACT", "Allocator.Stats", "expvarstats: Publish converts the Stats of the moment it is called, and every read returns that"},
 }

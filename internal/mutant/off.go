@@ -337,6 +337,7 @@ const (
 	ConcNoStaleFreed     = false
 	ConcNoBurst          = false
 	ProgMaxCmds          = false
+	ExpvarStale          = false
 )
 
 func Drop() bool { return false }

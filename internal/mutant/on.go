@@ -354,6 +354,7 @@ var (
 	ConcNoStaleFreed     = on("concnostalefreed")
 	ConcNoBurst          = on("concnoburst")
 	ProgMaxCmds          = on("progmaxcmds")
+	ExpvarStale          = on("expvarstale")
 )
 
 var remoteFrees atomic.Uint64
