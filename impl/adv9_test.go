@@ -2,6 +2,7 @@ package impl_test
 
 import (
 	"encoding/json"
+	"errors"
 	"expvar"
 	"fmt"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/impl/expvarstats"
+	"github.com/refalloc/refalloc/spec"
 )
 
 var expvarNames atomic.Int64
@@ -48,5 +50,136 @@ func TestExpvarPublishLive(t *testing.T) {
 	a.Free(big)
 	if m := readVar(t, name); m["large_live_objects"] != 0.0 || m["large_frees"] != 1.0 {
 		t.Errorf("after the free: %v", m)
+	}
+}
+
+// TestDebugWriteAfterFreeClass (DEBUG-POISON): a WriteAfterFreeError names
+// the object: its class (not class 0) and size, whether it is found as the
+// object is handed out again or as its emptied superblock is released, and
+// spec.Large for a large object.
+func TestDebugWriteAfterFreeClass(t *testing.T) {
+	var reports []*impl.WriteAfterFreeError
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Debug: true,
+		OnError: func(err error) {
+			var waf *impl.WriteAfterFreeError
+			if !errors.As(err, &waf) {
+				t.Errorf("report %v", err)
+				return
+			}
+			reports = append(reports, waf)
+		}})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	check := func(what string, b []byte, k, off int) {
+		t.Helper()
+		if len(reports) != 1 {
+			t.Fatalf("%s: %d reports", what, len(reports))
+		}
+		w := reports[0]
+		reports = nil
+		size := spec.LargeUsable(len(b))
+		if k != spec.Large {
+			size = spec.ClassSize(k)
+		}
+		if w.Class != k || w.Size != size || w.Addr != addrOf(b) || w.Offset != off {
+			t.Errorf("%s: report %+v, want class %d, size %d, addr %#x, offset %d", what, w, k, size, addrOf(b), off)
+		}
+	}
+	for _, n := range []int{100, 2000, spec.MaxSmall} {
+		k := spec.SizeToClass(n)
+		// Found as the object is handed out again.
+		b, err := c.Alloc(n)
+		must(t, err)
+		must(t, c.Free(b))
+		b[:cap(b)][cap(b)-1] = 1
+		reach(t, c, n, b)
+		check(fmt.Sprint("hand-out, class ", k), b, k, cap(b)-1)
+		c.Flush()
+
+		// Found as the superblock, emptied, is released: the written
+		// object is freed first, the other one last.
+		b, err = c.Alloc(n)
+		must(t, err)
+		keep, err := c.Alloc(n)
+		must(t, err)
+		must(t, c.Free(b))
+		b[:cap(b)][1] = 2
+		must(t, c.Free(keep))
+		c.Flush()
+		if len(reports) == 0 {
+			t.Logf("class %d: the superblock was not released", k)
+			reach(t, c, n, b)
+		}
+		check(fmt.Sprint("release, class ", k), b, k, 1)
+	}
+	b, err := c.Alloc(100_000)
+	must(t, err)
+	must(t, c.Free(b))
+	b[:cap(b)][5] = 3
+	again, err := c.Alloc(100_000)
+	must(t, err)
+	check("large", b, spec.Large, 5)
+	must(t, c.Free(again))
+}
+
+// reach allocates n-byte objects on c until it is handed b's object again,
+// then frees them all.
+func reach(t *testing.T, c *impl.Cache, n int, b []byte) {
+	t.Helper()
+	var held [][]byte
+	defer func() {
+		for _, h := range held {
+			must(t, c.Free(h))
+		}
+	}()
+	for range 4096 {
+		h, err := c.Alloc(n)
+		must(t, err)
+		held = append(held, h)
+		if addrOf(h) == addrOf(b) {
+			return
+		}
+	}
+	t.Fatalf("the object at %#x was not handed out again", addrOf(b))
+}
+
+// TestDebugDoubleFreeKeepsEvidence (DEBUG-POISON, FREE-DOUBLE): a double free
+// writes nothing (it changes no state), so a write made after the first free
+// is still reported when the object is handed out again: re-poisoning the
+// free object would erase it.
+func TestDebugDoubleFreeKeepsEvidence(t *testing.T) {
+	for _, n := range []int{16, 2000} {
+		var reports []error
+		a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Debug: true,
+			OnError: func(err error) { reports = append(reports, err) }})
+		must(t, err)
+		c, err := a.NewCache()
+		must(t, err)
+		keep, err := c.Alloc(n)
+		must(t, err)
+		b, err := c.Alloc(n)
+		must(t, err)
+		must(t, c.Free(b))
+		b[:cap(b)][3] = 7 // the write after free
+		if err := c.Free(b); !errors.Is(err, impl.ErrDoubleFree) {
+			t.Fatalf("size %d: second free: %v", n, err)
+		}
+		if b[:cap(b)][3] != 7 {
+			t.Errorf("size %d: the double free wrote %#x over the written byte", n, b[:cap(b)][3])
+		}
+		reach(t, c, n, b)
+		var waf *impl.WriteAfterFreeError
+		if len(reports) != 1 || !errors.As(reports[0], &waf) || waf.Addr != addrOf(b) || waf.Offset != 3 {
+			t.Errorf("size %d: reports %v, want the write after free at byte 3 of %#x", n, reports, addrOf(b))
+		}
+		if got := a.Stats().WriteAfterFrees; got != 1 {
+			t.Errorf("size %d: Stats.WriteAfterFrees = %d", n, got)
+		}
+		must(t, c.Free(keep))
+		must(t, c.Close())
+		must(t, a.Close())
 	}
 }

@@ -353,4 +353,6 @@ var All = []Mutant{
 	{"concnoburst", "CONSERVE", "Cache.Free", "fuzz: FuzzConcurrent's bursts run no operations: the workers never run at once"},
 	{"progmaxcmds", "REFINES", "Cache.Alloc", "fuzz: Decode keeps MaxCmds/2 commands of a program, not MaxCmds"},
 	{"expvarstale", "LARGE-EXACT", "Allocator.Stats", "expvarstats: Publish converts the Stats of the moment it is called, and every read returns that"},
+	{"wafclass", "DEBUG-POISON", "Options.Debug", "a small object's WriteAfterFreeError names class 0, not the object's class"},
+	{"debugpoisondead", "DEBUG-POISON", "Options.Debug", "a local double free in debug mode poisons the free object again, erasing the evidence of a write after its first free"},
 }

@@ -338,6 +338,8 @@ const (
 	ConcNoBurst          = false
 	ProgMaxCmds          = false
 	ExpvarStale          = false
+	WAFClass             = false
+	DebugPoisonDead      = false
 )
 
 func Drop() bool { return false }

@@ -355,6 +355,8 @@ var (
 	ConcNoBurst          = on("concnoburst")
 	ProgMaxCmds          = on("progmaxcmds")
 	ExpvarStale          = on("expvarstale")
+	WAFClass             = on("wafclass")
+	DebugPoisonDead      = on("debugpoisondead")
 )
 
 var remoteFrees atomic.Uint64
