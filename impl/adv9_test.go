@@ -5,6 +5,8 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -209,4 +211,65 @@ func Example_readme() {
 	// 64 0
 	// 200 kept 0
 	// <nil> 0
+}
+
+//go:noinline
+func allocSiteCache(c *impl.Cache, n int) []byte {
+	b, _ := c.Alloc(n)
+	return b
+}
+
+//go:noinline
+func allocSiteFront(a *impl.Allocator, n int) []byte {
+	b, _ := a.Alloc(n)
+	return b
+}
+
+// TestDebugSiteStartsAtCaller (DEBUG-POISON): an allocation site, in Leaks and
+// in a WriteAfterFreeError, is the stack that called into impl, formatted as
+// a panic's: its first frame is the caller's, and no frame is impl's own.
+func TestDebugSiteStartsAtCaller(t *testing.T) {
+	var reports []error
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Debug: true,
+		OnError: func(err error) { reports = append(reports, err) }})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	check := func(what, site, fn string) {
+		t.Helper()
+		first, _, _ := strings.Cut(site, "\n")
+		if first != "github.com/refalloc/refalloc/impl_test."+fn || strings.Contains(site, "github.com/refalloc/refalloc/impl.") ||
+			!strings.Contains(site, "adv9_test.go:") {
+			t.Errorf("%s: site\n%s", what, site)
+		}
+	}
+	var held [][]byte
+	for _, n := range []int{48, 100_000} {
+		held = append(held, allocSiteCache(c, n), allocSiteFront(a, n))
+	}
+	leaks := a.Leaks()
+	if len(leaks) != len(held) {
+		t.Fatalf("%d leaks, %d held", len(leaks), len(held))
+	}
+	for _, l := range leaks {
+		i := slices.IndexFunc(held, func(b []byte) bool { return addrOf(b) == l.Addr })
+		if i < 0 {
+			t.Fatalf("leak %+v not held", l)
+		}
+		check(fmt.Sprintf("leak %d (%d bytes)", i, l.Size), l.Site, []string{"allocSiteCache", "allocSiteFront"}[i%2])
+	}
+	for _, b := range held {
+		must(t, a.Free(b))
+	}
+	b := allocSiteCache(c, 48)
+	must(t, c.Free(b))
+	b[0] = 1
+	reach(t, c, 48, b)
+	var waf *impl.WriteAfterFreeError
+	if len(reports) != 1 || !errors.As(reports[0], &waf) {
+		t.Fatalf("reports %v", reports)
+	}
+	check("write after free", waf.Site, "allocSiteCache")
 }

@@ -100,7 +100,7 @@ func (s *sites) format(id uint32) string {
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		if !strings.HasPrefix(f.Function, "github.com/refalloc/refalloc/impl.") {
+		if mutant.SiteImplFrames || !strings.HasPrefix(f.Function, "github.com/refalloc/refalloc/impl.") {
 			fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
 		}
 		if !more {

@@ -355,4 +355,5 @@ var All = []Mutant{
 	{"expvarstale", "LARGE-EXACT", "Allocator.Stats", "expvarstats: Publish converts the Stats of the moment it is called, and every read returns that"},
 	{"wafclass", "DEBUG-POISON", "Options.Debug", "a small object's WriteAfterFreeError names class 0, not the object's class"},
 	{"debugpoisondead", "DEBUG-POISON", "Options.Debug", "a local double free in debug mode poisons the free object again, erasing the evidence of a write after its first free"},
+	{"siteimplframes", "DEBUG-POISON", "Options.Debug", "an allocation site keeps the frames inside impl: it starts in the allocator, not at the caller"},
 }

@@ -340,6 +340,7 @@ const (
 	ExpvarStale          = false
 	WAFClass             = false
 	DebugPoisonDead      = false
+	SiteImplFrames       = false
 )
 
 func Drop() bool { return false }

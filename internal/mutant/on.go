@@ -357,6 +357,7 @@ var (
 	ExpvarStale          = on("expvarstale")
 	WAFClass             = on("wafclass")
 	DebugPoisonDead      = on("debugpoisondead")
+	SiteImplFrames       = on("siteimplframes")
 )
 
 var remoteFrees atomic.Uint64
