@@ -24,3 +24,15 @@ func TestAlignedEmpty(t *testing.T) {
 		t.Fatalf("zeroBuf at %#x len %d cap %d", p, len(zeroBuf), cap(zeroBuf))
 	}
 }
+
+// TestNewTakesReservation: owns bounds buffers by the whole reservation as
+// impl reports it, so a buffer in its upper part is extended in place too.
+// (TestOwnsBounds measures from m.base and m.size themselves, so a New that
+// took half the size, or another base, passed it.) Slip: size: snap.Size/2.
+func TestNewTakesReservation(t *testing.T) {
+	m := newTest(t, false)
+	snap := m.Impl().Snapshot()
+	if m.base != snap.Base || m.size != snap.Size || snap.Size < 256<<20 {
+		t.Fatalf("New took [%#x, +%d), the reservation is [%#x, +%d)", m.base, m.size, snap.Base, snap.Size)
+	}
+}
