@@ -273,3 +273,49 @@ func TestDebugSiteStartsAtCaller(t *testing.T) {
 	}
 	check("write after free", waf.Site, "allocSiteCache")
 }
+
+// TestDebugEveryObjectVerified (DEBUG-POISON): in debug mode every object
+// handed out again has its poison verified, whatever its place in its group
+// of 32 (the last one included): two groups of objects are freed, each
+// written after its free, and allocated again: one report each.
+func TestDebugEveryObjectVerified(t *testing.T) {
+	var reports []error
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Debug: true,
+		OnError: func(err error) { reports = append(reports, err) }})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	const n = 48
+	keep, err := c.Alloc(n) // the superblock stays in use
+	must(t, err)
+	objs := map[uintptr][]byte{}
+	for range 64 {
+		b, err := c.Alloc(n)
+		must(t, err)
+		objs[addrOf(b)] = b
+	}
+	for _, b := range objs {
+		must(t, c.Free(b))
+	}
+	for _, b := range objs {
+		b[:cap(b)][cap(b)-1] = 9
+	}
+	var again [][]byte
+	for seen := 0; seen < len(objs) && len(again) < 4096; {
+		b, err := c.Alloc(n)
+		must(t, err)
+		again = append(again, b)
+		if objs[addrOf(b)] != nil {
+			seen++
+		}
+	}
+	if len(reports) != len(objs) {
+		t.Errorf("%d writes after free reported, %d made", len(reports), len(objs))
+	}
+	for _, b := range again {
+		must(t, c.Free(b))
+	}
+	must(t, c.Free(keep))
+}

@@ -53,6 +53,9 @@ func (e *WriteAfterFreeError) Unwrap() error { return ErrWriteAfterFree }
 var alwaysPending = func() *atomic.Uint64 {
 	w := new(atomic.Uint64)
 	w.Store(1<<32 - 1)
+	if mutant.PendingShort {
+		w.Store(1<<31 - 1)
+	}
 	return w
 }()
 

@@ -356,4 +356,5 @@ var All = []Mutant{
 	{"wafclass", "DEBUG-POISON", "Options.Debug", "a small object's WriteAfterFreeError names class 0, not the object's class"},
 	{"debugpoisondead", "DEBUG-POISON", "Options.Debug", "a local double free in debug mode poisons the free object again, erasing the evidence of a write after its first free"},
 	{"siteimplframes", "DEBUG-POISON", "Options.Debug", "an allocation site keeps the frames inside impl: it starts in the allocator, not at the caller"},
+	{"pendingshort", "DEBUG-POISON", "Options.Debug", "debug mode's always-pending word leaves bit 31 clear: the last object of each group is handed out by the fast path, its poison unverified"},
 }

@@ -341,6 +341,7 @@ const (
 	WAFClass             = false
 	DebugPoisonDead      = false
 	SiteImplFrames       = false
+	PendingShort         = false
 )
 
 func Drop() bool { return false }

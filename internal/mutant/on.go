@@ -358,6 +358,7 @@ var (
 	WAFClass             = on("wafclass")
 	DebugPoisonDead      = on("debugpoisondead")
 	SiteImplFrames       = on("siteimplframes")
+	PendingShort         = on("pendingshort")
 )
 
 var remoteFrees atomic.Uint64
