@@ -319,3 +319,44 @@ func TestDebugEveryObjectVerified(t *testing.T) {
 	}
 	must(t, c.Free(keep))
 }
+
+// TestDebugInteriorFreeWritesNothing (FREE-INVALID, DEBUG-POISON): in debug
+// mode a local free of a pointer inside a live object is refused and writes
+// nothing: neither the object nor the one after it, which is live too, is
+// poisoned.
+func TestDebugInteriorFreeWritesNothing(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Debug: true})
+	must(t, err)
+	defer a.Close()
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	for _, n := range []int{48, 2000} {
+		objs := make([][]byte, 3)
+		for i := range objs {
+			objs[i], err = c.Alloc(n)
+			must(t, err)
+			for j := range objs[i][:cap(objs[i])] {
+				objs[i][:cap(objs[i])][j] = byte(i + 1)
+			}
+		}
+		size := cap(objs[0])
+		for _, off := range []int{1, 8, size / 2, size - 1} {
+			for _, o := range objs {
+				if err := c.Free(o[off:cap(o)]); !errors.Is(err, impl.ErrInvalidPointer) {
+					t.Fatalf("size %d: free at offset %d: %v", n, off, err)
+				}
+			}
+			for i, o := range objs {
+				for j, x := range o[:cap(o)] {
+					if x != byte(i+1) {
+						t.Fatalf("size %d: after frees at offset %d, object %d holds %#x at byte %d", n, off, i, x, j)
+					}
+				}
+			}
+		}
+		for _, o := range objs {
+			must(t, c.Free(o))
+		}
+	}
+}

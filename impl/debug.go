@@ -185,7 +185,7 @@ func (a *Allocator) verifyReleased(c *Cache, sb *superblock) {
 func (c *Cache) freeDebug(e *sbEntry, off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
-	if idx*e.size == rel && idx < e.nobj && (mutant.DebugPoisonDead || !c.notLive(e, idx>>5, 1<<(idx&31))) {
+	if (mutant.DebugInteriorPoison || idx*e.size == rel) && idx < e.nobj && (mutant.DebugPoisonDead || !c.notLive(e, idx>>5, 1<<(idx&31))) {
 		poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 	}
 	if mutant.DebugEntryKept {

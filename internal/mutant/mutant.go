@@ -357,4 +357,5 @@ var All = []Mutant{
 	{"debugpoisondead", "DEBUG-POISON", "Options.Debug", "a local double free in debug mode poisons the free object again, erasing the evidence of a write after its first free"},
 	{"siteimplframes", "DEBUG-POISON", "Options.Debug", "an allocation site keeps the frames inside impl: it starts in the allocator, not at the caller"},
 	{"pendingshort", "DEBUG-POISON", "Options.Debug", "debug mode's always-pending word leaves bit 31 clear: the last object of each group is handed out by the fast path, its poison unverified"},
+	{"debuginteriorpoison", "FREE-INVALID", "Options.Debug", "a local free of an interior pointer in debug mode poisons an object's worth of bytes from that pointer, into the next object, before it is refused"},
 }

@@ -342,6 +342,7 @@ const (
 	DebugPoisonDead      = false
 	SiteImplFrames       = false
 	PendingShort         = false
+	DebugInteriorPoison  = false
 )
 
 func Drop() bool { return false }

@@ -359,6 +359,7 @@ var (
 	DebugPoisonDead      = on("debugpoisondead")
 	SiteImplFrames       = on("siteimplframes")
 	PendingShort         = on("pendingshort")
+	DebugInteriorPoison  = on("debuginteriorpoison")
 )
 
 var remoteFrees atomic.Uint64
