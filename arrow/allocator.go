@@ -84,7 +84,13 @@ func (m *Allocator) Impl() *impl.Allocator { return m.a }
 // would leave the pointer at the array's start.)
 var zeroArea [2 * alignment]byte
 
-var zeroBuf = unsafe.Slice(&zeroArea[-int(uintptr(unsafe.Pointer(&zeroArea[0])))&(alignment-1)], 0)
+var zeroBuf = alignedEmpty(zeroArea[:])
+
+// alignedEmpty is an empty slice at the first 64-byte aligned address of area,
+// which must hold one (len(area) >= alignment).
+func alignedEmpty(area []byte) []byte {
+	return unsafe.Slice(&area[-int(uintptr(unsafe.Pointer(&area[0])))&(alignment-1)], 0)
+}
 
 // Allocate returns size zeroed bytes, 64-byte aligned, len == cap == size.
 func (m *Allocator) Allocate(size int) []byte {

@@ -53,6 +53,9 @@ func (e *WriteAfterFreeError) Unwrap() error { return ErrWriteAfterFree }
 var alwaysPending = func() *atomic.Uint64 {
 	w := new(atomic.Uint64)
 	w.Store(1<<32 - 1)
+	if mutant.PendingShort {
+		w.Store(1<<31 - 1)
+	}
 	return w
 }()
 
@@ -100,7 +103,7 @@ func (s *sites) format(id uint32) string {
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		if !strings.HasPrefix(f.Function, "github.com/refalloc/refalloc/impl.") {
+		if mutant.SiteImplFrames || !strings.HasPrefix(f.Function, "github.com/refalloc/refalloc/impl.") {
 			fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
 		}
 		if !more {
@@ -136,6 +139,9 @@ func (c *Cache) handOutDebug(n, k int) []byte {
 // verifyPoison reports (to OnError, counted against c, or the Allocator when c
 // is nil) the first byte of s that is not Poison.
 func (a *Allocator) verifyPoison(c *Cache, s []byte, k int, site uint32) {
+	if mutant.WAFClass {
+		k = 0
+	}
 	for off, x := range s {
 		if x != Poison {
 			if c != nil && !mutant.WAFRetired {
@@ -179,7 +185,7 @@ func (a *Allocator) verifyReleased(c *Cache, sb *superblock) {
 func (c *Cache) freeDebug(e *sbEntry, off uintptr) error {
 	rel := uint32(off) & (spec.SuperblockSize - 1)
 	idx := uint32(uint64(rel) * uint64(e.magic) >> 32)
-	if idx*e.size == rel && idx < e.nobj && !c.notLive(e, idx>>5, 1<<(idx&31)) {
+	if (mutant.DebugInteriorPoison || idx*e.size == rel) && idx < e.nobj && (mutant.DebugPoisonDead || !c.notLive(e, idx>>5, 1<<(idx&31))) {
 		poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 	}
 	if mutant.DebugEntryKept {

@@ -12,8 +12,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -25,22 +27,57 @@ import (
 )
 
 func main() {
-	duration := flag.Duration("duration", 30*time.Second, "how long to run")
-	goroutines := flag.Int("goroutines", 4*runtime.GOMAXPROCS(0), "worker goroutines, each with its own cache")
-	seed := flag.Uint64("seed", 0, "seed of the workers' operations (0: from the clock)")
-	reserve := flag.String("reserve", "", "reservation size, e.g. 24MiB (default: 3 MiB per goroutine)")
-	ways := flag.Int("ways", 16, "superblock-cache ways: 1, 8, 16, 32, 64 or 128 (0: the default, 128)")
-	every := flag.Duration("check-every", 100*time.Millisecond, "time between invariant checks")
-	debug := flag.Bool("debug", false, "debug mode: freed memory poisoned, writes after free reported (none is made)")
-	guard := flag.Int("guard", 0, "guard mode, sampling one small allocation in this many (0: off; -1: large objects only)")
-	retain := flag.String("retain", "", "Options.Retain, e.g. 128KiB (empty: impl's default; -1: keep none); the pool returns what it holds past it at every release")
-	flag.Parse()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, invariants.Soak))
+}
+
+// run is refcheck with its arguments, its output and the soak it runs: it
+// returns the exit status, 1 on any violation, 2 on a bad flag or a soak that
+// could not start, else 0.
+func run(args []string, stdout, stderr io.Writer, soak func(invariants.SoakConfig) (*invariants.SoakReport, error)) int {
+	cfg, err := config(args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	fmt.Fprintf(stdout, "refcheck: seed %d (replay with -seed %d)\n", cfg.Seed, cfg.Seed)
+	rep, err := soak(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "refcheck:", err)
+		return 2
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprint(stdout, rep)
+	if len(rep.Violations) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// config parses the flags into the soak's configuration, with a seed drawn
+// from the clock when -seed is 0; an error is printed to stderr.
+func config(args []string, stdout, stderr io.Writer) (invariants.SoakConfig, error) {
+	fs := flag.NewFlagSet("refcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	duration := fs.Duration("duration", 30*time.Second, "how long to run")
+	goroutines := fs.Int("goroutines", 4*runtime.GOMAXPROCS(0), "worker goroutines, each with its own cache")
+	seed := fs.Uint64("seed", 0, "seed of the workers' operations (0: from the clock)")
+	reserve := fs.String("reserve", "", "reservation size, e.g. 24MiB (default: 3 MiB per goroutine)")
+	ways := fs.Int("ways", 16, "superblock-cache ways: 1, 8, 16, 32, 64 or 128 (0: the default, 128)")
+	every := fs.Duration("check-every", 100*time.Millisecond, "time between invariant checks")
+	debug := fs.Bool("debug", false, "debug mode: freed memory poisoned, writes after free reported (none is made)")
+	guard := fs.Int("guard", 0, "guard mode, sampling one small allocation in this many (0: off; -1: large objects only)")
+	retain := fs.String("retain", "", "Options.Retain, e.g. 128KiB (empty: impl's default; -1: keep none); the pool returns what it holds past it at every release")
+	if err := fs.Parse(args); err != nil {
+		return invariants.SoakConfig{}, err
+	}
 
 	cfg := invariants.SoakConfig{
 		Goroutines: *goroutines, Duration: *duration, Seed: *seed, Ways: *ways, CheckEvery: *every, Debug: *debug,
 		Reserve: 3 << 20 * max(*goroutines, 1),
 		Progress: func(p invariants.SoakProgress) {
-			fmt.Printf("refcheck %6.1fs  ops %10d  frees %9d (%4.1f%% remote)  oom %7d  live %6d  checks %5d  violations %d\n",
+			fmt.Fprintf(stdout, "refcheck %6.1fs  ops %10d  frees %9d (%4.1f%% remote)  oom %7d  live %6d  checks %5d  violations %d\n",
 				p.Elapsed.Seconds(), p.Ops, p.Frees, 100*float64(p.RemoteFrees)/float64(max(p.Frees, 1)), p.OOMs, p.Live, p.Checks, p.Violations)
 		},
 	}
@@ -50,8 +87,8 @@ func main() {
 	if *reserve != "" {
 		n, err := parseSize(*reserve)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "refcheck: -reserve:", err)
-			os.Exit(2)
+			fmt.Fprintln(stderr, "refcheck: -reserve:", err)
+			return cfg, err
 		}
 		cfg.Reserve = n
 	}
@@ -60,8 +97,8 @@ func main() {
 		if *retain != "-1" {
 			var err error
 			if n, err = parseSize(*retain); err != nil {
-				fmt.Fprintln(os.Stderr, "refcheck: -retain:", err)
-				os.Exit(2)
+				fmt.Fprintln(stderr, "refcheck: -retain:", err)
+				return cfg, err
 			}
 		}
 		cfg.Retain, cfg.Decay = n, -1
@@ -69,17 +106,7 @@ func main() {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	fmt.Printf("refcheck: seed %d (replay with -seed %d)\n", cfg.Seed, cfg.Seed)
-	rep, err := invariants.Soak(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "refcheck:", err)
-		os.Exit(2)
-	}
-	fmt.Println()
-	fmt.Print(rep)
-	if len(rep.Violations) > 0 {
-		os.Exit(1)
-	}
+	return cfg, nil
 }
 
 // parseSize reads 123, 64KiB, 24MiB, 1GiB.

@@ -31,6 +31,7 @@ import (
 	"expvar"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 )
 
 // Class is one entry of the "classes" field.
@@ -79,5 +80,10 @@ func FromStats(s impl.Stats) Vars {
 // calls a.Stats, which never blocks a fast path. Like expvar.Publish, it panics
 // if the name is already taken.
 func Publish(name string, a *impl.Allocator) {
+	if mutant.ExpvarStale {
+		v := FromStats(a.Stats())
+		expvar.Publish(name, expvar.Func(func() any { return v }))
+		return
+	}
 	expvar.Publish(name, expvar.Func(func() any { return FromStats(a.Stats()) }))
 }

@@ -3,6 +3,7 @@ package expvarstats_test
 import (
 	"encoding/json"
 	"expvar"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -20,9 +21,10 @@ func TestPublish(t *testing.T) {
 	big, _ := a.Alloc(100_000)
 	a.Free(b)
 	a.Flush()
-	expvarstats.Publish("refalloc_test", a)
+	name := fmt.Sprintf("refalloc_test_%d", names.Add(1)) // -count=N publishes anew
+	expvarstats.Publish(name, a)
 	var v expvarstats.Vars
-	if err := json.Unmarshal([]byte(expvar.Get("refalloc_test").String()), &v); err != nil {
+	if err := json.Unmarshal([]byte(expvar.Get(name).String()), &v); err != nil {
 		t.Fatal(err)
 	}
 	if len(v.Classes) != 1 || v.Classes[0].Size != 112 || v.Classes[0].Allocs != 1 || v.Classes[0].Frees != 1 ||

@@ -361,4 +361,10 @@ var All = []Mutant{
 	{"heapdecommitshort", "ZEROED", "Allocator.Trim", "the Go-heap backend's decommit clears all but the last byte of the range: a large object on trimmed memory, counted fresh and not zeroed again, ends in the old byte"},
 	{"snapchunklast", "REFINES", "Allocator.Snapshot", "Snapshot skips the last header of each chunk of 512: a live object in superblock 511 is missing from the snapshot, from Leaks, and from every check"},
 	{"snapnousers", "FRONT-EXCLUSIVE", "Allocator.Snapshot", "Snapshot shows every front cache's count of calls using it as 0 (refalloc_check and refalloc_yield builds): a call left counted is invisible to the checker"},
+	{"expvarstale", "LARGE-EXACT", "Allocator.Stats", "expvarstats: Publish converts the Stats of the moment it is called, and every read returns that"},
+	{"wafclass", "DEBUG-POISON", "Options.Debug", "a small object's WriteAfterFreeError names class 0, not the object's class"},
+	{"debugpoisondead", "DEBUG-POISON", "Options.Debug", "a local double free in debug mode poisons the free object again, erasing the evidence of a write after its first free"},
+	{"siteimplframes", "DEBUG-POISON", "Options.Debug", "an allocation site keeps the frames inside impl: it starts in the allocator, not at the caller"},
+	{"pendingshort", "DEBUG-POISON", "Options.Debug", "debug mode's always-pending word leaves bit 31 clear: the last object of each group is handed out by the fast path, its poison unverified"},
+	{"debuginteriorpoison", "FREE-INVALID", "Options.Debug", "a local free of an interior pointer in debug mode poisons an object's worth of bytes from that pointer, into the next object, before it is refused"},
 }

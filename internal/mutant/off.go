@@ -346,6 +346,12 @@ const (
 	HeapDecommitShort    = false
 	SnapChunkLast        = false
 	SnapNoUsers          = false
+	ExpvarStale          = false
+	WAFClass             = false
+	DebugPoisonDead      = false
+	SiteImplFrames       = false
+	PendingShort         = false
+	DebugInteriorPoison  = false
 )
 
 func Drop() bool { return false }

@@ -363,6 +363,12 @@ var (
 	HeapDecommitShort    = on("heapdecommitshort")
 	SnapChunkLast        = on("snapchunklast")
 	SnapNoUsers          = on("snapnousers")
+	ExpvarStale          = on("expvarstale")
+	WAFClass             = on("wafclass")
+	DebugPoisonDead      = on("debugpoisondead")
+	SiteImplFrames       = on("siteimplframes")
+	PendingShort         = on("pendingshort")
+	DebugInteriorPoison  = on("debuginteriorpoison")
 )
 
 var remoteFrees atomic.Uint64
