@@ -181,9 +181,9 @@ func (m *Model) NewObject(id, n, align int, addr uintptr, length, capacity int) 
 	// ALIGN, ZEROED: the class and capacity, by the oracle's own rules (sizes.go).
 	o := Object{Addr: addr, Size: n, Usable: UsableSize(n, align), Class: ClassOf(n, align), Align: align, Cache: id}
 	switch {
-	case length != n || capacity != o.Usable:
+	case length != n && !mutant.ModelLenUnchecked || capacity != o.Usable:
 		return o, violation(spec.RuleRefines, "Alloc(%d, align %d): len %d cap %d, want len %d cap %d", n, align, length, capacity, n, o.Usable)
-	case addr < m.base || addr+uintptr(capacity) > m.base+m.size:
+	case addr < m.base && !mutant.ModelBelowBase || addr+uintptr(capacity) > m.base+m.size:
 		return o, violation(spec.RuleNoOverlap, "Alloc(%d) = %#x is outside the reservation", n, addr)
 	case addr%uintptr(alignOf(o)) != 0:
 		return o, violation(spec.RuleAlign, "Alloc(%d, align %d) = %#x is not %d-aligned", n, align, addr, alignOf(o))
@@ -356,7 +356,11 @@ type StatsView struct {
 // anything, so the counters must be exact.
 func (m *Model) CheckStats(s StatsView, caches int, flushed bool) []*Violation {
 	var vs []*Violation
-	for k := range spec.NumClasses {
+	classes := spec.NumClasses
+	if mutant.StatsLastClass {
+		classes--
+	}
+	for k := range classes {
 		t := m.counts[k]
 		// STATS-LEAD: ahead by what the caches hold, never behind, never more
 		// than a superblock's worth per cache.

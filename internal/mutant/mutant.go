@@ -352,4 +352,7 @@ var All = []Mutant{
 	{"concnostalefreed", "FREE-DOUBLE", "Cache.Free", "fuzz: FuzzConcurrent's COpStale never frees an address freed before (a%3 == 0 falls to the interior pointer)"},
 	{"concnoburst", "CONSERVE", "Cache.Free", "fuzz: FuzzConcurrent's bursts run no operations: the workers never run at once"},
 	{"progmaxcmds", "REFINES", "Cache.Alloc", "fuzz: Decode keeps MaxCmds/2 commands of a program, not MaxCmds"},
+	{"modellen", "REFINES", "oracle.Model.Alloc", "the model checks a new object's capacity but not its len: an Alloc returning len != n is accepted"},
+	{"modelbelowbase", "NO-OVERLAP", "oracle.Model.Alloc", "the model checks only a new object's end against the reservation: an object starting below the base is accepted"},
+	{"statslastclass", "STATS-LAG", "oracle.Model.CheckStats", "CheckStats judges every class but the last: its counters may run ahead or behind"},
 }

@@ -337,6 +337,9 @@ const (
 	ConcNoStaleFreed     = false
 	ConcNoBurst          = false
 	ProgMaxCmds          = false
+	ModelLenUnchecked    = false
+	ModelBelowBase       = false
+	StatsLastClass       = false
 )
 
 func Drop() bool { return false }

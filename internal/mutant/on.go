@@ -354,6 +354,9 @@ var (
 	ConcNoStaleFreed     = on("concnostalefreed")
 	ConcNoBurst          = on("concnoburst")
 	ProgMaxCmds          = on("progmaxcmds")
+	ModelLenUnchecked    = on("modellen")
+	ModelBelowBase       = on("modelbelowbase")
+	StatsLastClass       = on("statslastclass")
 )
 
 var remoteFrees atomic.Uint64
