@@ -36,10 +36,18 @@ func (h *Harness) call(id int, f func()) {
 	}
 	h.frontCalls++
 	if h.frontCalls%2 == 1 {
-		h.route = h.frontCalls / 2 % h.A.FrontCaches()
+		n := h.A.FrontCaches()
+		if mutant.FrontRouteLast {
+			n = max(1, n-1)
+		}
+		h.route = h.frontCalls / 2 % n
 	}
 	defer func() { h.route = -1 }()
-	deeper(h.frontCalls%frontDepths, f)
+	d := h.frontCalls % frontDepths
+	if mutant.FrontDepthFixed {
+		d = 0
+	}
+	deeper(d, f)
 }
 
 // frontAPI is Front's api: the Allocator's methods, or, for a call that call

@@ -355,4 +355,11 @@ var All = []Mutant{
 	{"modellen", "REFINES", "oracle.Model.Alloc", "the model checks a new object's capacity but not its len: an Alloc returning len != n is accepted"},
 	{"modelbelowbase", "NO-OVERLAP", "oracle.Model.Alloc", "the model checks only a new object's end against the reservation: an object starting below the base is accepted"},
 	{"statslastclass", "STATS-LAG", "oracle.Model.CheckStats", "CheckStats judges every class but the last: its counters may run ahead or behind"},
+	{"machineways128", "CACHE-COHERENT", "Options.SuperblockCacheWays", "invariants: the machine never selects 128 superblock-cache ways (64 instead)"},
+	{"machinenoguard", "GUARD-FAULT", "Options.Guard", "invariants: the machine never turns guard mode on"},
+	{"machinealignsb", "ALIGN", "Cache.AllocAligned", "invariants: the machine's aligned allocations stop one power of two short of a superblock (64 KiB)"},
+	{"machinenolarge", "LARGE-EXACT", "Cache.Realloc", "invariants: the machine's drawSize never draws a large size (its large range draws small ones): a Realloc grows to large only at an edge"},
+	{"machinenotrim", "MEM-ACCOUNT", "Allocator.Trim", "invariants: the machine has no trim action: Allocator.Trim is never called"},
+	{"frontroutelast", "FRONT-EXCLUSIVE", "Allocator.Flush", "invariants: the Harness routes calls on Front through every internal cache but the last"},
+	{"frontdepthfixed", "FRONT-EXCLUSIVE", "Allocator.Alloc", "invariants: the Harness's calls on Front through the Allocator's methods all run at one stack depth (one shard in the portable build)"},
 }

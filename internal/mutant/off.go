@@ -340,6 +340,13 @@ const (
 	ModelLenUnchecked    = false
 	ModelBelowBase       = false
 	StatsLastClass       = false
+	MachineWays128       = false
+	MachineNoGuard       = false
+	MachineAlignSB       = false
+	MachineNoLarge       = false
+	MachineNoTrim        = false
+	FrontRouteLast       = false
+	FrontDepthFixed      = false
 )
 
 func Drop() bool { return false }

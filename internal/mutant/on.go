@@ -357,6 +357,13 @@ var (
 	ModelLenUnchecked    = on("modellen")
 	ModelBelowBase       = on("modelbelowbase")
 	StatsLastClass       = on("statslastclass")
+	MachineWays128       = on("machineways128")
+	MachineNoGuard       = on("machinenoguard")
+	MachineAlignSB       = on("machinealignsb")
+	MachineNoLarge       = on("machinenolarge")
+	MachineNoTrim        = on("machinenotrim")
+	FrontRouteLast       = on("frontroutelast")
+	FrontDepthFixed      = on("frontdepthfixed")
 )
 
 var remoteFrees atomic.Uint64

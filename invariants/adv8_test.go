@@ -1,0 +1,154 @@
+package invariants
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Tests from adv8: the machine (TestMachine) drives what RunMachine and
+// newMachine claim. A driver that stops drawing a configuration, a size, an
+// alignment, an action or a front cache fails no check: what it no longer
+// drives is simply not checked. So these count what the draws reach, from
+// fixed seeds (rapid's Example), as fuzz/reach_test.go does for the fuzzers.
+
+// TestMachineOptionsReach (CACHE-COHERENT: every way count; OOM-REAL:
+// reservations of 16 to 64 superblocks; MEM-ACCOUNT: Retain default, 4
+// superblocks and none, every decay; DEBUG-POISON; GUARD-FAULT with every
+// sample rate and quarantine; the Go-heap backend): newMachine's options reach
+// every value its comments list.
+func TestMachineOptionsReach(t *testing.T) {
+	gen := rapid.Custom(machineOptions)
+	reserve, ways, retain, decay := map[int]bool{}, map[int]bool{}, map[int]bool{}, map[time.Duration]bool{}
+	rate, qobjs, qbytes := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	debug, guard, heap := map[bool]bool{}, map[bool]bool{}, map[bool]bool{}
+	for seed := range 400 {
+		o := gen.Example(seed)
+		reserve[o.Reserve/spec.SuperblockSize] = true
+		ways[o.SuperblockCacheWays] = true
+		retain[o.Retain] = true
+		decay[o.Decay] = true
+		debug[o.Debug], guard[o.Guard.Enabled], heap[o.HeapBackend] = true, true, true
+		if o.Guard.Enabled {
+			rate[o.Guard.SampleRate] = true
+			qobjs[o.Guard.QuarantineObjects] = true
+			qbytes[o.Guard.QuarantineBytes] = true
+		}
+	}
+	want := func(name string, got map[int]bool, vals ...int) {
+		t.Helper()
+		for _, v := range vals {
+			if !got[v] {
+				t.Errorf("no machine runs with %s %d (reached: %v)", name, v, got)
+			}
+		}
+	}
+	want("superblocks", reserve, 16, 32, 64)
+	want("superblock-cache ways", ways, 1, 8, 16, 32, 64, 128)
+	want("Retain", retain, 0, 4*spec.SuperblockSize, -1)
+	want("guard SampleRate", rate, 1, 3, -1)
+	want("guard QuarantineObjects", qobjs, 1, 3, 0)
+	want("guard QuarantineBytes", qbytes, 2*spec.SuperblockSize, 0)
+	for _, d := range []time.Duration{0, -1, time.Hour} {
+		if !decay[d] {
+			t.Errorf("no machine runs with Decay %v (reached: %v)", d, decay)
+		}
+	}
+	for name, m := range map[string]map[bool]bool{"debug mode": debug, "guard mode": guard, "the Go-heap backend": heap} {
+		if !m[true] || !m[false] {
+			t.Errorf("machine runs with %s: %v; want both", name, m)
+		}
+	}
+}
+
+// TestMachineAllocReach (ALIGN, ZEROED, LARGE-EXACT): the machine's
+// allocations reach every alignment AllocAligned accepts, up to a superblock
+// (64 KiB), and sizes from 0 through MaxSmall into large objects of more than
+// two superblocks, both from drawSize alone (which Realloc draws from) and
+// with the edge sizes.
+func TestMachineAllocReach(t *testing.T) {
+	const reservation = 16 * spec.SuperblockSize
+	gen := rapid.Custom(func(t *rapid.T) [2]int {
+		n, a := allocArgs(t, reservation)
+		return [2]int{n, a}
+	})
+	aligns, sizes := map[int]bool{}, map[int]bool{}
+	for seed := range 2000 {
+		x := gen.Example(seed)
+		sizes[x[0]], aligns[x[1]] = true, true
+	}
+	for a := 1; a <= spec.SuperblockSize; a *= 2 {
+		if !aligns[a] {
+			t.Errorf("the machine never allocates aligned to %d", a)
+		}
+	}
+	for _, n := range []int{0, spec.MaxSmall, spec.MaxSmall + 1, reservation + 1} {
+		if !sizes[n] {
+			t.Errorf("the machine never allocates %d bytes", n)
+		}
+	}
+	size := rapid.Custom(drawSize)
+	var small, large, huge bool
+	for seed := range 500 {
+		n := size.Example(seed)
+		small = small || n == spec.MaxSmall
+		large = large || n > spec.MaxSmall
+		huge = huge || n > 2*spec.SuperblockSize
+	}
+	if !small || !large || !huge {
+		t.Errorf("drawSize reaches MaxSmall %v, a large size %v, one past two superblocks %v; want all", small, large, huge)
+	}
+}
+
+// TestMachineActions (REFINES, and every rule the actions drive): the
+// machine's actions include every call RunMachine's comment lists, and the
+// check after every step ("").
+func TestMachineActions(t *testing.T) {
+	acts := (&machine{}).actions()
+	for _, name := range []string{"alloc", "free", "freeCross", "freeBad", "allocBad", "flush", "flushFront",
+		"flushAll", "trim", "realloc", "reallocBad", "freeTail", "stats", "leaks", "touchFreed", "closeCache",
+		"newCache", "useClosed", ""} {
+		if acts[name] == nil {
+			t.Errorf("the machine has no action %q", name)
+		}
+	}
+}
+
+// TestFrontCallsReachEveryFrontCache (FRONT-EXCLUSIVE, STATS-EXACT through
+// Allocator.Flush): the Harness's calls on Front run on every one of the
+// front's internal caches in turn (WithFrontCache) and, between them, through
+// the Allocator's own methods, at every stack depth of its cycle (for the
+// shards), so that what Flush and Trim do to each internal cache is checked.
+func TestFrontCallsReachEveryFrontCache(t *testing.T) {
+	h, err := NewHarness(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	n := h.A.FrontCaches()
+	routes, depths := map[int]int{}, map[int]bool{}
+	for range 2 * max(n, frontDepths) {
+		h.call(Front, func() {
+			routes[h.route]++
+			depths[runtime.Callers(0, make([]uintptr, 256))] = true
+		})
+	}
+	for i := -1; i < n; i++ {
+		if routes[i] == 0 {
+			t.Errorf("no call on Front ran on route %d of %d front caches (-1: the Allocator's methods): %v", i, n, routes)
+		}
+	}
+	if len(depths) != frontDepths {
+		t.Errorf("calls on Front ran at %d stack depths, want %d", len(depths), frontDepths)
+	}
+	h.call(3, func() {
+		if h.route != -1 {
+			t.Errorf("a call on cache 3 runs with route %d", h.route)
+		}
+	})
+}
