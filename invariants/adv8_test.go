@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -151,4 +152,54 @@ func TestFrontCallsReachEveryFrontCache(t *testing.T) {
 			t.Errorf("a call on cache 3 runs with route %d", h.route)
 		}
 	})
+}
+
+// TestMachineFreers (FREE-DOUBLE, CACHE-COHERENT): the machine's free action
+// frees through the object's own cache while it is open and through the
+// Allocator once it is closed (never through the closed cache, which would
+// only answer ErrClosed and leave the object live); freeCross frees through
+// anyone but the object's own cache, the Allocator included.
+func TestMachineFreers(t *testing.T) {
+	h, err := NewHarness(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machine{h: h}
+	var ids []int
+	for range 3 {
+		id, err := h.NewCache()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	alloc := func(id int) uintptr {
+		t.Helper()
+		if err := h.Alloc(id, 100, 1); err != nil {
+			t.Fatal(err)
+		}
+		return h.LastAddr
+	}
+	want := func(name string, got, want any) {
+		t.Helper()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	a, f := alloc(ids[0]), alloc(Front)
+	want("owner of cache's object", m.owner(a), ids[0])
+	want("cross freers of cache's object", m.crossFreers(a), []int{Front, ids[1], ids[2]})
+	want("owner of the Allocator's object", m.owner(f), Front)
+	want("cross freers of the Allocator's object", m.crossFreers(f), ids)
+	if err := h.CloseCache(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	want("owner of a closed cache's object", m.owner(a), Front)
+	want("cross freers of a closed cache's object", m.crossFreers(a), []int{Front, ids[1], ids[2]})
+	if err := h.FreeAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

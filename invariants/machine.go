@@ -136,8 +136,15 @@ func (m *machine) pickLive(t *rapid.T) (uintptr, bool) {
 	return rapid.SampledFrom(live).Draw(t, "object"), true
 }
 
+// owner is the open cache that allocated the live object at a, or Front
+// (the Allocator's methods allocated it, or its cache is closed: its superblock
+// is an orphan, or adopted by whoever freed into it).
 func (m *machine) owner(a uintptr) int {
-	for _, id := range m.h.Caches() {
+	ids := m.h.Caches()
+	if mutant.MachineOwnerClosed {
+		ids = m.h.AllIDs()
+	}
+	for _, id := range ids {
 		if id == m.h.Owner(a) {
 			return id
 		}
@@ -156,13 +163,19 @@ func (m *machine) freeCross(t *rapid.T) {
 	if !ok {
 		return
 	}
+	m.must(t, m.h.Free(rapid.SampledFrom(m.crossFreers(a)).Draw(t, "freer"), a))
+}
+
+// crossFreers are the callers that did not allocate the live object at a:
+// the Allocator's methods and every open cache, but its allocator.
+func (m *machine) crossFreers(a uintptr) []int {
 	var others []int
 	for _, id := range append([]int{Front}, m.h.Caches()...) {
-		if id != m.h.Owner(a) {
+		if id != m.h.Owner(a) || mutant.MachineCrossLocal {
 			others = append(others, id)
 		}
 	}
-	m.must(t, m.h.Free(rapid.SampledFrom(others).Draw(t, "freer"), a))
+	return others
 }
 
 func (m *machine) freeBad(t *rapid.T) {

@@ -362,4 +362,6 @@ var All = []Mutant{
 	{"machinenotrim", "MEM-ACCOUNT", "Allocator.Trim", "invariants: the machine has no trim action: Allocator.Trim is never called"},
 	{"frontroutelast", "FRONT-EXCLUSIVE", "Allocator.Flush", "invariants: the Harness routes calls on Front through every internal cache but the last"},
 	{"frontdepthfixed", "FRONT-EXCLUSIVE", "Allocator.Alloc", "invariants: the Harness's calls on Front through the Allocator's methods all run at one stack depth (one shard in the portable build)"},
+	{"machineownerclosed", "FREE-DOUBLE", "Cache.Free", "invariants: the machine's owner() looks among every cache ever opened: an object of a closed cache is freed through the closed cache (ErrClosed), never by anyone who can free it"},
+	{"machinecrosslocal", "CACHE-COHERENT", "Cache.Free", "invariants: the machine's freeCross may pick the object's own cache: a cross free that is local"},
 }

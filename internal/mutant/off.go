@@ -347,6 +347,8 @@ const (
 	MachineNoTrim        = false
 	FrontRouteLast       = false
 	FrontDepthFixed      = false
+	MachineOwnerClosed   = false
+	MachineCrossLocal    = false
 )
 
 func Drop() bool { return false }

@@ -364,6 +364,8 @@ var (
 	MachineNoTrim        = on("machinenotrim")
 	FrontRouteLast       = on("frontroutelast")
 	FrontDepthFixed      = on("frontdepthfixed")
+	MachineOwnerClosed   = on("machineownerclosed")
+	MachineCrossLocal    = on("machinecrosslocal")
 )
 
 var remoteFrees atomic.Uint64
