@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -201,5 +202,41 @@ func TestMachineFreers(t *testing.T) {
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReallocSizesBracketEveryChange (ZEROED, REFINES: oracle.Model.Realloc):
+// for a live object of every class, and large ones of 1 to 48 pages, the
+// machine's and TestBoundaries' Realloc edge sizes hold both sides of every
+// size where the model's answer changes: a small object stays in place
+// exactly while the oracle's class of n is its class; a large one may stay
+// exactly while n is large, and must stay while n also fits its pages.
+func TestReallocSizesBracketEveryChange(t *testing.T) {
+	const top = 3 * spec.SuperblockSize
+	class := make([]int, top+2)
+	for n := range class {
+		class[n] = oracle.ClassOf(n, 1)
+	}
+	check := func(o oracle.Object, upto int, answer func(n int) [2]bool) {
+		t.Helper()
+		sizes := map[int]bool{}
+		for _, n := range ReallocSizes(o) {
+			sizes[n] = true
+		}
+		for n := 0; n <= upto; n++ {
+			if answer(n) != answer(n+1) && !(sizes[n] && sizes[n+1]) {
+				t.Errorf("Realloc of a %d-byte object of class %d changes its answer between %d and %d bytes: ReallocSizes has %v and %v",
+					o.Usable, o.Class, n, n+1, sizes[n], sizes[n+1])
+			}
+		}
+	}
+	for k := range spec.NumClasses {
+		check(oracle.Object{Class: k, Usable: spec.ClassSize(k)}, spec.MaxSmall+1, func(n int) [2]bool { return [2]bool{class[n] == k} })
+	}
+	for p := 1; p <= 48; p++ {
+		u := p * spec.PageSize
+		check(oracle.Object{Class: spec.Large, Usable: u}, top, func(n int) [2]bool {
+			return [2]bool{class[n] == spec.Large, class[n] == spec.Large && oracle.UsableSize(n, 1) <= u}
+		})
 	}
 }

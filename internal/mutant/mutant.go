@@ -364,4 +364,6 @@ var All = []Mutant{
 	{"frontdepthfixed", "FRONT-EXCLUSIVE", "Allocator.Alloc", "invariants: the Harness's calls on Front through the Allocator's methods all run at one stack depth (one shard in the portable build)"},
 	{"machineownerclosed", "FREE-DOUBLE", "Cache.Free", "invariants: the machine's owner() looks among every cache ever opened: an object of a closed cache is freed through the closed cache (ErrClosed), never by anyone who can free it"},
 	{"machinecrosslocal", "CACHE-COHERENT", "Cache.Free", "invariants: the machine's freeCross may pick the object's own cache: a cross free that is local"},
+	{"reallocsizesnext", "ZEROED", "Cache.Realloc", "invariants: ReallocSizes of a small object lists its class's size but not the byte after it (the least size that moves)"},
+	{"reallocsizessmall", "REFINES", "Cache.Realloc", "invariants: ReallocSizes of a large object lacks MaxSmall and MaxSmall+1: the edge between staying large (in place) and moving to a class is never drawn"},
 }

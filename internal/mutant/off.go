@@ -349,6 +349,8 @@ const (
 	FrontDepthFixed      = false
 	MachineOwnerClosed   = false
 	MachineCrossLocal    = false
+	ReallocSizesNext     = false
+	ReallocSizesSmall    = false
 )
 
 func Drop() bool { return false }

@@ -366,6 +366,8 @@ var (
 	FrontDepthFixed      = on("frontdepthfixed")
 	MachineOwnerClosed   = on("machineownerclosed")
 	MachineCrossLocal    = on("machinecrosslocal")
+	ReallocSizesNext     = on("reallocsizesnext")
+	ReallocSizesSmall    = on("reallocsizessmall")
 )
 
 var remoteFrees atomic.Uint64
