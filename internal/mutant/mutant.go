@@ -366,4 +366,6 @@ var All = []Mutant{
 	{"machinecrosslocal", "CACHE-COHERENT", "Cache.Free", "invariants: the machine's freeCross may pick the object's own cache: a cross free that is local"},
 	{"reallocsizesnext", "ZEROED", "Cache.Realloc", "invariants: ReallocSizes of a small object lists its class's size but not the byte after it (the least size that moves)"},
 	{"reallocsizessmall", "REFINES", "Cache.Realloc", "invariants: ReallocSizes of a large object lacks MaxSmall and MaxSmall+1: the edge between staying large (in place) and moving to a class is never drawn"},
+	{"exploreworkers4", "FRONT-EXCLUSIVE", "Allocator.Alloc", "invariants: DrawExploreConfig never draws 4 workers (3 at most)"},
+	{"explorenotrim", "MEM-ACCOUNT", "Allocator.Trim", "invariants: the explorer's plan never draws Allocator.Trim"},
 }

@@ -351,6 +351,8 @@ const (
 	MachineCrossLocal    = false
 	ReallocSizesNext     = false
 	ReallocSizesSmall    = false
+	ExploreWorkers4      = false
+	ExploreNoTrim        = false
 )
 
 func Drop() bool { return false }

@@ -368,6 +368,8 @@ var (
 	MachineCrossLocal    = on("machinecrosslocal")
 	ReallocSizesNext     = on("reallocsizesnext")
 	ReallocSizesSmall    = on("reallocsizessmall")
+	ExploreWorkers4      = on("exploreworkers4")
+	ExploreNoTrim        = on("explorenotrim")
 )
 
 var remoteFrees atomic.Uint64
