@@ -240,3 +240,46 @@ func TestReallocSizesBracketEveryChange(t *testing.T) {
 		})
 	}
 }
+
+// TestNilFreeOnClosedAgrees (FREE-INVALID: a nil or zero-capacity slice is a
+// no-op): a nil or empty free through a closed cache, and through every cache
+// and the Allocator after Allocator.Close, returns nil from impl, and the
+// model allows exactly that. (The model used to say ErrClosed; no driver
+// freed nil through a closed cache, so nothing compared the two.)
+func TestNilFreeOnClosedAgrees(t *testing.T) {
+	h, err := NewHarness(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var ids []int
+	for range 2 {
+		id, err := h.NewCache()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	frees := func(when string, id int, c interface{ Free([]byte) error }) {
+		t.Helper()
+		for _, b := range [][]byte{nil, make([]byte, 0)} {
+			err := c.Free(b)
+			if err != nil {
+				t.Errorf("%s: Free(%v) through %d returned %v, want nil (a no-op)", when, b, id, err)
+			}
+			if v := h.M.Free(id, addr(b), Kind(err)); v != nil {
+				t.Errorf("%s: the model refuses Free(%v) through %d returning %v: %v", when, b, id, err, v)
+			}
+		}
+	}
+	if err := h.CloseCache(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	frees("closed cache", ids[0], h.closedCache(ids[0]))
+	if err := h.CloseAllocator(); err != nil {
+		t.Fatal(err)
+	}
+	frees("after Allocator.Close", ids[0], h.closedCache(ids[0]))
+	frees("after Allocator.Close", ids[1], h.caches[ids[1]])
+	frees("after Allocator.Close", Front, h.A)
+}

@@ -89,3 +89,28 @@ func must(t *testing.T, v *oracle.Violation) {
 		t.Fatal(v)
 	}
 }
+
+// TestModelNilFreeOnClosed (FREE-INVALID: a nil or zero-capacity slice is a
+// no-op; impl.Cache.Free and Allocator.Free return nil for it before they look
+// at anything): on a closed cache, and on every caller after Allocator.Close,
+// a nil free is still a no-op, not ErrClosed; any other free there is
+// ErrClosed.
+// Slip (it was the model's): judgeFree answered ErrClosed before it looked
+// at the pointer, so the model refused the allocator's documented nil, and no
+// driver freed nil through a closed cache to see it.
+func TestModelNilFreeOnClosed(t *testing.T) {
+	const base = uintptr(1 << 30)
+	m := oracle.New(base, 16*spec.SuperblockSize)
+	must(t, m.OpenCache(1))
+	must(t, m.Alloc(1, 100, 1, base, 100, oracle.UsableSize(100, 1), oracle.OK))
+	must(t, m.CloseCache(1, oracle.OK))
+	wantRule(t, "nil free on a closed cache", m.Free(1, 0, oracle.OK), "")
+	wantRule(t, "nil free on a closed cache refused", m.Free(1, 0, oracle.Closed), spec.RuleRefines)
+	wantRule(t, "free of a live object on a closed cache", m.Free(1, base, oracle.Closed), "")
+	must(t, m.Close(oracle.OK, 1))
+	for _, id := range []int{-1, 1} {
+		wantRule(t, "nil free after Close", m.Free(id, 0, oracle.OK), "")
+		wantRule(t, "nil free after Close refused", m.Free(id, 0, oracle.Closed), spec.RuleRefines)
+		wantRule(t, "free after Close", m.Free(id, base, oracle.Closed), "")
+	}
+}

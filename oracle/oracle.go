@@ -244,17 +244,19 @@ func (m *Model) Free(id int, addr uintptr, got Kind) *Violation {
 	return violation(rule, "Free(%#x) on cache %d returned %v, want %v (class %d)", addr, id, got, want, class)
 }
 
-// judgeFree predicts a free: OK for the start of a live object; InvalidPointer
-// for an address inside a live object, or outside the reservation; DoubleFree for
-// any other address of the reservation, which may have been (or never was) the
-// start of an object; Closed once closed. The second result is the class of the
-// live object involved, or -1.
+// judgeFree predicts a free: OK for a nil or empty slice, a no-op on any cache,
+// open or closed (FREE-INVALID; impl.Cache.Free: "A nil or zero-capacity slice
+// is a no-op"); Closed for anything else once closed; OK for the start of a
+// live object; InvalidPointer for an address inside a live object, or outside
+// the reservation; DoubleFree for any other address of the reservation, which
+// may have been (or never was) the start of an object. The second result is
+// the class of the live object involved, or -1.
 func (m *Model) judgeFree(id int, addr uintptr) (Kind, int) {
 	switch {
+	case addr == 0 && (m.usable(id) || !mutant.NilFreeClosed):
+		return OK, -1 // nil: a no-op
 	case !m.usable(id):
 		return Closed, -1
-	case addr == 0:
-		return OK, -1 // nil: a no-op
 	case addr < m.base || addr >= m.base+m.size:
 		return InvalidPointer, -1 // FREE-INVALID: foreign (Go heap, another Allocator)
 	}

@@ -368,4 +368,5 @@ var All = []Mutant{
 	{"reallocsizessmall", "REFINES", "Cache.Realloc", "invariants: ReallocSizes of a large object lacks MaxSmall and MaxSmall+1: the edge between staying large (in place) and moving to a class is never drawn"},
 	{"exploreworkers4", "FRONT-EXCLUSIVE", "Allocator.Alloc", "invariants: DrawExploreConfig never draws 4 workers (3 at most)"},
 	{"explorenotrim", "MEM-ACCOUNT", "Allocator.Trim", "invariants: the explorer's plan never draws Allocator.Trim"},
+	{"nilfreeclosed", "FREE-INVALID", "Cache.Free", "the model says ErrClosed for a free of a nil slice on a closed cache or Allocator, which is a no-op (nil) there too"},
 }

@@ -353,6 +353,7 @@ const (
 	ReallocSizesSmall    = false
 	ExploreWorkers4      = false
 	ExploreNoTrim        = false
+	NilFreeClosed        = false
 )
 
 func Drop() bool { return false }

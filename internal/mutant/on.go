@@ -370,6 +370,7 @@ var (
 	ReallocSizesSmall    = on("reallocsizessmall")
 	ExploreWorkers4      = on("exploreworkers4")
 	ExploreNoTrim        = on("explorenotrim")
+	NilFreeClosed        = on("nilfreeclosed")
 )
 
 var remoteFrees atomic.Uint64
