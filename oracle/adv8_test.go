@@ -114,3 +114,19 @@ func TestModelNilFreeOnClosed(t *testing.T) {
 		wantRule(t, "free after Close", m.Free(id, base, oracle.Closed), "")
 	}
 }
+
+// TestModelRefusesAllocAtLiveAddress (NO-OVERLAP: an address is never handed
+// out while it is live): an Alloc, small or large, returning the address of a
+// live object, small or large, is refused, by the model itself (invariants'
+// range check is another check, on the snapshot).
+// Slip: Model.Alloc skips its live-address check for large objects.
+func TestModelRefusesAllocAtLiveAddress(t *testing.T) {
+	const base = uintptr(1 << 30)
+	for _, first := range []int{100, spec.MaxSmall + 1} {
+		for _, second := range []int{100, spec.MaxSmall + 1} {
+			m := oracle.New(base, 16*spec.SuperblockSize)
+			must(t, m.Alloc(-1, first, 1, base, first, oracle.UsableSize(first, 1), oracle.OK))
+			wantRule(t, "Alloc at a live address", m.Alloc(-1, second, 1, base, second, oracle.UsableSize(second, 1), oracle.OK), spec.RuleNoOverlap)
+		}
+	}
+}

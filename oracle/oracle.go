@@ -166,7 +166,7 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 		return v
 	}
 	// NO-OVERLAP: never the address of a live object (ranges: invariants).
-	if old, ok := m.live[addr]; ok {
+	if old, ok := m.live[addr]; ok && !(mutant.ModelLargeOverlap && o.Class == spec.Large) {
 		return violation(spec.RuleNoOverlap, "Alloc(%d) = %#x, which is live since Alloc(%d)", n, addr, old.Size)
 	}
 	m.live[addr] = o

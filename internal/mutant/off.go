@@ -354,6 +354,7 @@ const (
 	ExploreWorkers4      = false
 	ExploreNoTrim        = false
 	NilFreeClosed        = false
+	ModelLargeOverlap    = false
 )
 
 func Drop() bool { return false }

@@ -371,6 +371,7 @@ var (
 	ExploreWorkers4      = on("exploreworkers4")
 	ExploreNoTrim        = on("explorenotrim")
 	NilFreeClosed        = on("nilfreeclosed")
+	ModelLargeOverlap    = on("modellargeoverlap")
 )
 
 var remoteFrees atomic.Uint64
