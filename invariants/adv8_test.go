@@ -283,3 +283,56 @@ func TestNilFreeOnClosedAgrees(t *testing.T) {
 	frees("after Allocator.Close", ids[1], h.caches[ids[1]])
 	frees("after Allocator.Close", Front, h.A)
 }
+
+// TestFreeTailOffsets (FREE-INVALID: interior pointer, tail of a superblock,
+// inside a large object): Harness.FreeTail frees where it says: for a small
+// object whose class leaves a tail, the first byte past the superblock's last
+// object, or with last the last object's last byte; for a large object the
+// first byte past its pages, or with last its last byte.
+func TestFreeTailOffsets(t *testing.T) {
+	h, err := NewHarness(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	id, err := h.NewCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	freeTailHook = func(_ uintptr, delta int) { got = append(got, delta) }
+	defer func() { freeTailHook = nil }()
+	k := -1 // a class whose objects leave a tail in their superblock
+	for c := range spec.NumClasses {
+		if spec.ClassObjects(c)*spec.ClassSize(c) < spec.SuperblockSize {
+			k = c
+			break
+		}
+	}
+	if k < 0 {
+		t.Fatal("no class leaves a tail")
+	}
+	for _, n := range []int{spec.ClassSize(k), spec.MaxSmall + spec.PageSize + 1} {
+		if err := h.Alloc(id, n, 1); err != nil {
+			t.Fatal(err)
+		}
+		a := h.LastAddr
+		o, _ := h.M.LiveAt(a)
+		end := o.Usable
+		if o.Class != spec.Large {
+			end = spec.ClassObjects(o.Class)*spec.ClassSize(o.Class) - int((a-h.M.Base())%spec.SuperblockSize)
+		}
+		got = got[:0]
+		for _, last := range []bool{false, true} {
+			if err := h.FreeTail(id, a, last); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := []int{end, end - 1}; !reflect.DeepEqual(got, want) {
+			t.Errorf("FreeTail of a %d-byte object (class %d) freed at offsets %v, want %v", n, o.Class, got, want)
+		}
+	}
+	if err := h.FreeAll(); err != nil {
+		t.Fatal(err)
+	}
+}

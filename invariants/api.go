@@ -374,11 +374,18 @@ func (h *Harness) FreeTail(id int, a uintptr, last bool) error {
 			return nil // the objects fill the superblock: no tail
 		}
 	}
-	if last {
+	if last && !mutant.FreeTailPast {
 		end--
+	}
+	if freeTailHook != nil {
+		freeTailHook(a, end)
 	}
 	return h.FreeOffset(id, h.live[a], end)
 }
+
+// freeTailHook, if set (by a test), sees each address FreeTail frees: the
+// object's start and the offset from it.
+var freeTailHook func(a uintptr, delta int)
 
 // FreeOffset frees, on cache id, the byte delta bytes from the start of
 // anchor (an object of the Allocator, live or freed), if that is inside the

@@ -370,4 +370,5 @@ var All = []Mutant{
 	{"explorenotrim", "MEM-ACCOUNT", "Allocator.Trim", "invariants: the explorer's plan never draws Allocator.Trim"},
 	{"nilfreeclosed", "FREE-INVALID", "Cache.Free", "the model says ErrClosed for a free of a nil slice on a closed cache or Allocator, which is a no-op (nil) there too"},
 	{"modellargeoverlap", "NO-OVERLAP", "oracle.Model.Alloc", "the model skips its live-address check for a large Alloc: a large object handed out at a live object's address is accepted"},
+	{"freetailpast", "FREE-INVALID", "Cache.Free", "invariants: Harness.FreeTail with last frees one past the object's last byte, not the last byte: the free at the last byte of an object is never made"},
 }

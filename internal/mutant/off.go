@@ -355,6 +355,7 @@ const (
 	ExploreNoTrim        = false
 	NilFreeClosed        = false
 	ModelLargeOverlap    = false
+	FreeTailPast         = false
 )
 
 func Drop() bool { return false }

@@ -372,6 +372,7 @@ var (
 	ExploreNoTrim        = on("explorenotrim")
 	NilFreeClosed        = on("nilfreeclosed")
 	ModelLargeOverlap    = on("modellargeoverlap")
+	FreeTailPast         = on("freetailpast")
 )
 
 var remoteFrees atomic.Uint64
