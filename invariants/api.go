@@ -36,10 +36,18 @@ func (h *Harness) call(id int, f func()) {
 	}
 	h.frontCalls++
 	if h.frontCalls%2 == 1 {
-		h.route = h.frontCalls / 2 % h.A.FrontCaches()
+		n := h.A.FrontCaches()
+		if mutant.FrontRouteLast {
+			n = max(1, n-1)
+		}
+		h.route = h.frontCalls / 2 % n
 	}
 	defer func() { h.route = -1 }()
-	deeper(h.frontCalls%frontDepths, f)
+	d := h.frontCalls % frontDepths
+	if mutant.FrontDepthFixed {
+		d = 0
+	}
+	deeper(d, f)
 }
 
 // frontAPI is Front's api: the Allocator's methods, or, for a call that call
@@ -366,11 +374,18 @@ func (h *Harness) FreeTail(id int, a uintptr, last bool) error {
 			return nil // the objects fill the superblock: no tail
 		}
 	}
-	if last {
+	if last && !mutant.FreeTailPast {
 		end--
+	}
+	if freeTailHook != nil {
+		freeTailHook(a, end)
 	}
 	return h.FreeOffset(id, h.live[a], end)
 }
+
+// freeTailHook, if set (by a test), sees each address FreeTail frees: the
+// object's start and the offset from it.
+var freeTailHook func(a uintptr, delta int)
 
 // FreeOffset frees, on cache id, the byte delta bytes from the start of
 // anchor (an object of the Allocator, live or freed), if that is inside the

@@ -34,16 +34,26 @@ func EdgeSizes(reservation int) []int {
 // and one less, and MaxSmall+1 (large). Large, of p pages: its pages and one
 // byte more (moves), one page less and one byte more, and the 2x limit: the
 // least that stays, ((p+1)/2-1) pages and a byte, and one byte less (moves),
-// and 0.
+// and 0; and MaxSmall+1 (stays: the least large size) and MaxSmall (moves:
+// the largest small one).
 func ReallocSizes(o oracle.Object) []int {
 	if o.Class != spec.Large {
 		k, lo := o.Class, 0
 		if k > 0 {
 			lo = spec.ClassSize(k-1) + 1
 		}
-		return []int{spec.ClassSize(k), spec.ClassSize(k) + 1, lo, max(lo-1, 0), (lo + spec.ClassSize(k)) / 2, spec.MaxSmall + 1}
+		next := spec.ClassSize(k) + 1
+		if mutant.ReallocSizesNext {
+			next = spec.ClassSize(k)
+		}
+		return []int{spec.ClassSize(k), next, lo, max(lo-1, 0), (lo + spec.ClassSize(k)) / 2, spec.MaxSmall + 1}
 	}
 	p := o.Usable / spec.PageSize
 	least := ((p+1)/2-1)*spec.PageSize + 1
-	return []int{o.Usable, o.Usable + 1, o.Usable - spec.PageSize, o.Usable - spec.PageSize + 1, least, least - 1, 0, o.Usable / 2}
+	out := []int{o.Usable, o.Usable + 1, o.Usable - spec.PageSize, o.Usable - spec.PageSize + 1, least, least - 1, 0, o.Usable / 2,
+		spec.MaxSmall + 1, spec.MaxSmall}
+	if mutant.ReallocSizesSmall {
+		out = out[:len(out)-2]
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -52,8 +53,12 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 	for range 2 + ch.Intn(2, "sizes") {
 		sizes = append(sizes, menu[ch.Intn(len(menu), "size menu")])
 	}
+	workers := 2 + ch.Intn(3, "workers")
+	if mutant.ExploreWorkers4 {
+		workers = min(workers, 3)
+	}
 	return ExploreConfig{
-		Workers: 2 + ch.Intn(3, "workers"),
+		Workers: workers,
 		Rounds:  20,
 		Options: impl.Options{
 			Reserve:             (4 + ch.Intn(5, "superblocks")) * spec.SuperblockSize,
@@ -443,7 +448,11 @@ func (x *explorer) plan(sh *Shared, w *eworker) eop {
 		w.mine = append(w.mine[:i], w.mine[i+1:]...)
 		return o, true
 	}
-	switch op := x.ch.Intn(13, "op"); {
+	ops := 13
+	if mutant.ExploreNoTrim {
+		ops = 12
+	}
+	switch op := x.ch.Intn(ops, "op"); {
 	case op < 4:
 		n := size()
 		w.fill++

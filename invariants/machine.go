@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -20,9 +21,29 @@ type machine struct {
 }
 
 func newMachine(t *rapid.T) *machine {
+	h, err := NewHarness(machineOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machine{h: h}
+	for range 3 {
+		m.must(t, ignoreID(h.NewCache()))
+	}
+	return m
+}
+
+// machineOptions draws the Options of one machine run: a reservation of 16,
+// 32 or 64 superblocks, every superblock-cache way count, three pools, three
+// decays, debug mode in a quarter of the runs, guard mode in a third, the
+// Go-heap backend in a quarter.
+func machineOptions(t *rapid.T) impl.Options {
+	ways := []int{1, 8, 16, 32, 64, 128} // every valid count
+	if mutant.MachineWays128 {
+		ways[5] = 64
+	}
 	opt := impl.Options{
 		Reserve:             rapid.SampledFrom([]int{16, 32, 64}).Draw(t, "superblocks") * spec.SuperblockSize,
-		SuperblockCacheWays: rapid.SampledFrom([]int{1, 8, 16, 32, 64, 128}).Draw(t, "ways"), // every valid count
+		SuperblockCacheWays: rapid.SampledFrom(ways).Draw(t, "ways"),
 		// Retain: keep everything (the default, 32 MiB), a few superblocks,
 		// or return memory at once: superblocks come back fresh from the OS.
 		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),
@@ -38,7 +59,7 @@ func newMachine(t *rapid.T) *machine {
 	// sampled, or some, or none; a quarantine of one object, a few, or the
 	// default (a quarter of the reservation), so that it fills, releases its
 	// oldest and yields to allocations that find no room.
-	if rapid.IntRange(0, 2).Draw(t, "guard") == 0 {
+	if rapid.IntRange(0, 2).Draw(t, "guard") == 0 && !mutant.MachineNoGuard {
 		opt.Guard = impl.GuardOptions{
 			Enabled:           true,
 			SampleRate:        rapid.SampledFrom([]int{1, 1, 3, -1}).Draw(t, "sampleRate"),
@@ -49,15 +70,7 @@ func newMachine(t *rapid.T) *machine {
 	// The Go-heap backend in a quarter of the runs, as -race builds always
 	// have it: guard mode then poisons and does not protect.
 	opt.HeapBackend = rapid.IntRange(0, 3).Draw(t, "heapBackend") == 0
-	h, err := NewHarness(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &machine{h: h}
-	for range 3 {
-		m.must(t, ignoreID(h.NewCache()))
-	}
-	return m
+	return opt
 }
 
 func ignoreID(_ int, err error) error { return err }
@@ -76,26 +89,43 @@ func (m *machine) cacheID(t *rapid.T, label string) int {
 }
 
 func drawSize(t *rapid.T) int {
+	large := rapid.IntRange(spec.MaxSmall+1, 3*spec.SuperblockSize)
+	if mutant.MachineNoLarge {
+		large = rapid.IntRange(0, spec.MaxSmall)
+	}
 	return rapid.OneOf(
 		rapid.IntRange(0, 64),
 		rapid.IntRange(0, 1024),
 		rapid.IntRange(0, spec.MaxSmall),
 		rapid.SampledFrom([]int{8, 16, 48, 256, 4096, 21840, spec.MaxSmall}),
-		rapid.IntRange(spec.MaxSmall+1, 3*spec.SuperblockSize),
+		large,
 	).Draw(t, "size")
 }
 
 func (m *machine) alloc(t *rapid.T) {
 	id := m.cacheID(t, "cache")
-	n := drawSize(t)
-	if rapid.IntRange(0, 4).Draw(t, "edge?") == 0 {
-		n = rapid.SampledFrom(EdgeSizes(int(m.h.M.Size()))).Draw(t, "edgeSize")
-	}
-	align := 1
-	if rapid.IntRange(0, 4).Draw(t, "aligned?") == 0 {
-		align = 1 << rapid.IntRange(0, spec.SuperblockShift).Draw(t, "alignShift")
-	}
+	n, align := allocArgs(t, int(m.h.M.Size()))
 	m.must(t, m.h.Alloc(id, n, align))
+}
+
+// allocArgs draws an allocation in a reservation of the given bytes: any size
+// (drawSize), or one time in five an edge size (EdgeSizes); alignment 1
+// (Alloc), or one time in five any power of two up to a superblock
+// (AllocAligned).
+func allocArgs(t *rapid.T, reservation int) (n, align int) {
+	n = drawSize(t)
+	if rapid.IntRange(0, 4).Draw(t, "edge?") == 0 {
+		n = rapid.SampledFrom(EdgeSizes(reservation)).Draw(t, "edgeSize")
+	}
+	align = 1
+	if rapid.IntRange(0, 4).Draw(t, "aligned?") == 0 {
+		top := spec.SuperblockShift
+		if mutant.MachineAlignSB {
+			top--
+		}
+		align = 1 << rapid.IntRange(0, top).Draw(t, "alignShift")
+	}
+	return n, align
 }
 
 func (m *machine) pickLive(t *rapid.T) (uintptr, bool) {
@@ -106,8 +136,15 @@ func (m *machine) pickLive(t *rapid.T) (uintptr, bool) {
 	return rapid.SampledFrom(live).Draw(t, "object"), true
 }
 
+// owner is the open cache that allocated the live object at a, or Front
+// (the Allocator's methods allocated it, or its cache is closed: its superblock
+// is an orphan, or adopted by whoever freed into it).
 func (m *machine) owner(a uintptr) int {
-	for _, id := range m.h.Caches() {
+	ids := m.h.Caches()
+	if mutant.MachineOwnerClosed {
+		ids = m.h.AllIDs()
+	}
+	for _, id := range ids {
 		if id == m.h.Owner(a) {
 			return id
 		}
@@ -126,13 +163,19 @@ func (m *machine) freeCross(t *rapid.T) {
 	if !ok {
 		return
 	}
+	m.must(t, m.h.Free(rapid.SampledFrom(m.crossFreers(a)).Draw(t, "freer"), a))
+}
+
+// crossFreers are the callers that did not allocate the live object at a:
+// the Allocator's methods and every open cache, but its allocator.
+func (m *machine) crossFreers(a uintptr) []int {
 	var others []int
 	for _, id := range append([]int{Front}, m.h.Caches()...) {
-		if id != m.h.Owner(a) {
+		if id != m.h.Owner(a) || mutant.MachineCrossLocal {
 			others = append(others, id)
 		}
 	}
-	m.must(t, m.h.Free(rapid.SampledFrom(others).Draw(t, "freer"), a))
+	return others
 }
 
 func (m *machine) freeBad(t *rapid.T) {
@@ -281,7 +324,7 @@ func (m *machine) useClosed(t *rapid.T) {
 }
 
 func (m *machine) actions() map[string]func(*rapid.T) {
-	return map[string]func(*rapid.T){
+	acts := map[string]func(*rapid.T){
 		"alloc":      m.alloc,
 		"alloc2":     m.alloc,
 		"alloc3":     m.alloc,
@@ -309,6 +352,10 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			m.must(t, m.h.Check())
 		},
 	}
+	if mutant.MachineNoTrim {
+		delete(acts, "trim")
+	}
+	return acts
 }
 
 // RunMachine is the whole property, for rapid.Check and rapid.MakeFuzz: a

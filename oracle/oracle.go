@@ -166,7 +166,7 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 		return v
 	}
 	// NO-OVERLAP: never the address of a live object (ranges: invariants).
-	if old, ok := m.live[addr]; ok {
+	if old, ok := m.live[addr]; ok && !(mutant.ModelLargeOverlap && o.Class == spec.Large) {
 		return violation(spec.RuleNoOverlap, "Alloc(%d) = %#x, which is live since Alloc(%d)", n, addr, old.Size)
 	}
 	m.live[addr] = o
@@ -181,9 +181,9 @@ func (m *Model) NewObject(id, n, align int, addr uintptr, length, capacity int) 
 	// ALIGN, ZEROED: the class and capacity, by the oracle's own rules (sizes.go).
 	o := Object{Addr: addr, Size: n, Usable: UsableSize(n, align), Class: ClassOf(n, align), Align: align, Cache: id}
 	switch {
-	case length != n || capacity != o.Usable:
+	case length != n && !mutant.ModelLenUnchecked || capacity != o.Usable:
 		return o, violation(spec.RuleRefines, "Alloc(%d, align %d): len %d cap %d, want len %d cap %d", n, align, length, capacity, n, o.Usable)
-	case addr < m.base || addr+uintptr(capacity) > m.base+m.size:
+	case addr < m.base && !mutant.ModelBelowBase || addr+uintptr(capacity) > m.base+m.size:
 		return o, violation(spec.RuleNoOverlap, "Alloc(%d) = %#x is outside the reservation", n, addr)
 	case addr%uintptr(alignOf(o)) != 0:
 		return o, violation(spec.RuleAlign, "Alloc(%d, align %d) = %#x is not %d-aligned", n, align, addr, alignOf(o))
@@ -244,17 +244,19 @@ func (m *Model) Free(id int, addr uintptr, got Kind) *Violation {
 	return violation(rule, "Free(%#x) on cache %d returned %v, want %v (class %d)", addr, id, got, want, class)
 }
 
-// judgeFree predicts a free: OK for the start of a live object; InvalidPointer
-// for an address inside a live object, or outside the reservation; DoubleFree for
-// any other address of the reservation, which may have been (or never was) the
-// start of an object; Closed once closed. The second result is the class of the
-// live object involved, or -1.
+// judgeFree predicts a free: OK for a nil or empty slice, a no-op on any cache,
+// open or closed (FREE-INVALID; impl.Cache.Free: "A nil or zero-capacity slice
+// is a no-op"); Closed for anything else once closed; OK for the start of a
+// live object; InvalidPointer for an address inside a live object, or outside
+// the reservation; DoubleFree for any other address of the reservation, which
+// may have been (or never was) the start of an object. The second result is
+// the class of the live object involved, or -1.
 func (m *Model) judgeFree(id int, addr uintptr) (Kind, int) {
 	switch {
+	case addr == 0 && (m.usable(id) || !mutant.NilFreeClosed):
+		return OK, -1 // nil: a no-op
 	case !m.usable(id):
 		return Closed, -1
-	case addr == 0:
-		return OK, -1 // nil: a no-op
 	case addr < m.base || addr >= m.base+m.size:
 		return InvalidPointer, -1 // FREE-INVALID: foreign (Go heap, another Allocator)
 	}
@@ -356,7 +358,11 @@ type StatsView struct {
 // anything, so the counters must be exact.
 func (m *Model) CheckStats(s StatsView, caches int, flushed bool) []*Violation {
 	var vs []*Violation
-	for k := range spec.NumClasses {
+	classes := spec.NumClasses
+	if mutant.StatsLastClass {
+		classes--
+	}
+	for k := range classes {
 		t := m.counts[k]
 		// STATS-LEAD: ahead by what the caches hold, never behind, never more
 		// than a superblock's worth per cache.

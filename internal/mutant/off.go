@@ -352,6 +352,25 @@ const (
 	SiteImplFrames       = false
 	PendingShort         = false
 	DebugInteriorPoison  = false
+	ModelLenUnchecked    = false
+	ModelBelowBase       = false
+	StatsLastClass       = false
+	MachineWays128       = false
+	MachineNoGuard       = false
+	MachineAlignSB       = false
+	MachineNoLarge       = false
+	MachineNoTrim        = false
+	FrontRouteLast       = false
+	FrontDepthFixed      = false
+	MachineOwnerClosed   = false
+	MachineCrossLocal    = false
+	ReallocSizesNext     = false
+	ReallocSizesSmall    = false
+	ExploreWorkers4      = false
+	ExploreNoTrim        = false
+	NilFreeClosed        = false
+	ModelLargeOverlap    = false
+	FreeTailPast         = false
 )
 
 func Drop() bool { return false }
