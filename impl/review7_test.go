@@ -2,6 +2,7 @@ package impl_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -121,8 +122,11 @@ func TestPanickingReportLeavesCollectionWhole(t *testing.T) {
 // lock), and OnError
 // allocates, frees and reads Stats through the Allocator each time. Slip:
 // reportatonce (OnError called under the central lock or with the front's
-// tokens held: its call blocks until the Flush returns, 10 s here).
+// tokens held: its call blocks until the Flush returns, 10 s here). One P:
+// with two, the goroutine may move between a.Alloc(u) and a.Free(u), which is
+// then a remote free, and d's repeat is found at once (CI saw it).
 func TestOnErrorMayCallTheAllocator(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var a *impl.Allocator
 	var reports []error
 	onError := func(err error) {

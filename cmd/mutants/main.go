@@ -82,8 +82,9 @@ func main() {
 	}
 	// With no mutant on, the suite must pass: else every "kill" is noise.
 	for _, pkg := range packages {
-		if failed, test, _ := run(bins[pkg], pkg, "", "", *timeout); failed {
-			fatal(fmt.Errorf("with no mutant on, %s fails (%s)", pkg, test))
+		if failed, test, _, out := run(bins[pkg], pkg, "", "", *timeout); failed {
+			// The output's tail, so that a flaky test shows why in CI's log.
+			fatal(fmt.Errorf("with no mutant on, %s fails (%s):\n%s", pkg, test, tail(out, 60)))
 		}
 	}
 	homes, err := homes()
@@ -134,14 +135,14 @@ func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []strin
 	start := time.Now()
 	defer func() { r.took = time.Since(start) }()
 	if pkg, test := hint[0], hint[1]; bins[pkg] != "" && test != "" {
-		if failed, got, timedOut := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", timeout); failed && !timedOut && got == test &&
+		if failed, got, timedOut, _ := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", timeout); failed && !timedOut && got == test &&
 			repeats(bins[pkg], pkg, m.Name, test, timeout) {
 			r.verdict, r.pkg, r.test = "killed", pkg, test
 			return r
 		}
 	}
 	for _, pkg := range order {
-		failed, test, timedOut := run(bins[pkg], pkg, m.Name, "", timeout)
+		failed, test, timedOut, _ := run(bins[pkg], pkg, m.Name, "", timeout)
 		if timedOut {
 			r.verdict, r.pkg, r.test = "SURVIVED (only a timeout)", pkg, test
 			return r
@@ -167,7 +168,7 @@ func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []strin
 // repeats reports whether test fails twice more on its own with m on.
 func repeats(bin, pkg, name, test string, timeout time.Duration) bool {
 	for range 2 {
-		if again, _, to := run(bin, pkg, name, "^"+regexp.QuoteMeta(test)+"$", timeout); !again || to {
+		if again, _, to, _ := run(bin, pkg, name, "^"+regexp.QuoteMeta(test)+"$", timeout); !again || to {
 			return false
 		}
 	}
@@ -271,8 +272,8 @@ var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
 
 // run runs a test binary in its package's directory with the mutant name on
 // (none if ""), and reports whether it failed, the first top-level test that
-// failed, and whether it ran out of time.
-func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test string, timedOut bool) {
+// failed, whether it ran out of time, and what it printed.
+func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test string, timedOut bool, output []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()
 	args := []string{"-test.short", "-test.failfast", "-test.v", "-test.timeout", timeout.String()}
@@ -286,7 +287,7 @@ func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test 
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if err == nil {
-		return false, "", false
+		return false, "", false, out.Bytes()
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
@@ -296,7 +297,13 @@ func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test 
 	if m := failLine.FindSubmatch(out.Bytes()); m != nil {
 		test = strings.SplitN(string(m[1]), "/", 2)[0]
 	}
-	return true, test, timedOut
+	return true, test, timedOut, out.Bytes()
+}
+
+// tail is the last n lines of out.
+func tail(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func fatal(err error) {
