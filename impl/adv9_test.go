@@ -5,6 +5,7 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -190,6 +191,7 @@ func TestDebugDoubleFreeKeepsEvidence(t *testing.T) {
 // the Allocator's own methods, len 1500 and cap 1504, zeroed; a double free
 // is an error for errors.Is; AllocAligned and Realloc.
 func Example_readme() {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P: a second free on another P's cache is remote, its double free found only later
 	a, err := impl.New(impl.Options{})
 	if err != nil {
 		panic(err)
