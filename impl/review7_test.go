@@ -126,6 +126,9 @@ func TestPanickingReportLeavesCollectionWhole(t *testing.T) {
 // with two, the goroutine may move between a.Alloc(u) and a.Free(u), which is
 // then a remote free, and d's repeat is found at once (CI saw it).
 func TestOnErrorMayCallTheAllocator(t *testing.T) {
+	if portable {
+		t.Skip("no per-P caches: a call's shard depends on its stack") // a stack moved between a.Alloc(u) and a.Free(u) fails it as a migration does
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var a *impl.Allocator
 	var reports []error
