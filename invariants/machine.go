@@ -383,8 +383,9 @@ func RunMachine(t *rapid.T) {
 // afterClose closes the Allocator with objects still live (EMPTY: Close
 // reports exactly them), then calls every method once more on every cache,
 // open or closed, and on the Allocator itself: after Close each answers
-// ErrClosed and changes nothing, even though the fast paths test no closed
-// flag (Allocator.Close marks every remote word pending instead).
+// ErrClosed (a free of nil: nil, a no-op) and changes nothing, even though
+// the fast paths test no closed flag (Allocator.Close marks every remote word
+// pending instead).
 func (m *machine) afterClose(t *rapid.T) {
 	live := m.h.Live()
 	m.must(t, m.h.CloseAllocator())
@@ -397,6 +398,7 @@ func (m *machine) afterClose(t *rapid.T) {
 			m.must(t, m.h.Realloc(id, a, drawSize(t)))
 			m.must(t, m.h.Free(id, a))
 		}
+		m.must(t, m.h.FreeBad(id, BadNil, 0)) // a no-op even now (FREE-INVALID)
 		m.must(t, m.h.Flush(id))
 		if id != Front {
 			m.must(t, m.h.CloseCache(id))
