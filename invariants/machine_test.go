@@ -18,6 +18,10 @@ import (
 // over-count of STATS-LEAD lives (rapid's own default is 30).
 const defaultSteps = "300"
 
+// raceChecks is how many checks a machine runs under -race, unless
+// -rapid.checks (or RAPID_CHECKS) says otherwise.
+const raceChecks = "30"
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	set := os.Getenv("RAPID_STEPS") != ""
@@ -30,6 +34,14 @@ func TestMain(m *testing.M) {
 	}
 	if !set {
 		flag.Set("rapid.steps", defaultSteps)
+	}
+	checks := os.Getenv("RAPID_CHECKS") != ""
+	flag.Visit(func(f *flag.Flag) { checks = checks || f.Name == "rapid.checks" })
+	if raceEnabled && !checks {
+		// The machines run on one goroutine, where the race detector has
+		// nothing to find and costs 5×: under -race they take a smoke pass
+		// (CI's 25 minutes), and the full 100 checks run in every other build.
+		flag.Set("rapid.checks", raceChecks)
 	}
 	os.Exit(m.Run())
 }

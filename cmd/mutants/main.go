@@ -14,6 +14,7 @@
 //	go run ./cmd/mutants -tags ''     # the README's build only: which bugs
 //	                                  # only the race-window tests see
 //	go run ./cmd/mutants -write-killers # and record each mutant's killer
+//	go run ./cmd/mutants -j 1         # one mutant at a time (default: one per CPU)
 //
 // cmd/mutants/killers.txt names the test that killed each mutant last time
 // (mutant, package, test). That test is tried first, on its own: a mutant
@@ -33,8 +34,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/refalloc/refalloc/internal/mutant"
@@ -59,6 +62,7 @@ func main() {
 	only := flag.String("only", "", "run only these mutants (names separated by commas)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "per package and mutant")
 	extra := flag.String("tags", "refalloc_yield", "build tags besides refalloc_mutants")
+	jobs := flag.Int("j", runtime.NumCPU(), "mutants run at once")
 	write := flag.Bool("write-killers", false, "rewrite "+killersFile+" with the killers found")
 	flag.Parse()
 	hints, err := readKillers()
@@ -91,17 +95,41 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	var results []result
+	var chosen []mutant.Mutant
 	for _, m := range mutant.All {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.Name) {
-			continue
+		if *only == "" || slices.Contains(strings.Split(*only, ","), m.Name) {
+			chosen = append(chosen, m)
 		}
-		r := kill(m, bins, hints[m.Name], order(homes[m.Name]), *timeout)
+	}
+	// -j mutants at a time: each run is one test binary, mostly on one
+	// goroutine, so on 2 cores two at once take about half the time (CI's
+	// budget). A kill still needs three failures of one test, and a mutant's
+	// runs are its own: the workers share only the results, by index.
+	results := make([]result, len(chosen))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // the progress lines
+	for range max(1, *jobs) {
+		wg.Go(func() {
+			for i := range next {
+				m := chosen[i]
+				r := kill(m, bins, hints[m.Name], order(homes[m.Name]), *timeout)
+				results[i] = r
+				mu.Lock()
+				fmt.Fprintf(os.Stderr, "mutants: %-18s %s %s %s\n", m.Name, r.verdict, r.pkg, r.test)
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range chosen {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, r := range results {
 		if r.verdict == "killed" {
-			hints[m.Name] = [2]string{r.pkg, r.test}
+			hints[r.m.Name] = [2]string{r.pkg, r.test}
 		}
-		results = append(results, r)
-		fmt.Fprintf(os.Stderr, "mutants: %-18s %s %s %s\n", m.Name, r.verdict, r.pkg, r.test)
 	}
 	fmt.Println("| mutant | rule | method | bug | verdict | killed by | time to kill |")
 	fmt.Println("|---|---|---|---|---|---|---|")

@@ -1,0 +1,5 @@
+//go:build !race
+
+package invariants_test
+
+const raceEnabled = false
