@@ -390,7 +390,7 @@ func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 	switch {
 	case k == largeMark && rel == 0:
 		return errDouble(addr, spec.Large)
-	case k < spec.NumClasses && rel%spec.ClassSize(int(k)) == 0 && rel/spec.ClassSize(int(k)) < spec.ClassObjects(int(k))+int(b2i(mutant.StalePoolTail)):
+	case k < spec.NumClasses-uint8(b2i(mutant.StalePoolLastClass)) && rel%spec.ClassSize(int(k)) == 0 && rel/spec.ClassSize(int(k)) < spec.ClassObjects(int(k))+int(b2i(mutant.StalePoolTail)):
 		if mutant.StalePoolNil {
 			return nil
 		}

@@ -371,6 +371,7 @@ const (
 	NilFreeClosed        = false
 	ModelLargeOverlap    = false
 	FreeTailPast         = false
+	StalePoolLastClass   = false
 )
 
 func Drop() bool { return false }

@@ -388,6 +388,7 @@ var (
 	NilFreeClosed        = on("nilfreeclosed")
 	ModelLargeOverlap    = on("modellargeoverlap")
 	FreeTailPast         = on("freetailpast")
+	StalePoolLastClass   = on("stalepoollastclass")
 )
 
 var remoteFrees atomic.Uint64
