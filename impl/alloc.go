@@ -879,7 +879,7 @@ func (a *Allocator) decayLater() {
 	if !mutant.TimerNotCleared && !mutant.TimerClearedLate {
 		a.timer = nil
 	}
-	if (!a.closed.Load() || mutant.DecayAfterClose) && a.counts.dirtyPooled > a.retain {
+	if (!a.closed.Load() || mutant.DecayAfterClose) && (a.counts.dirtyPooled > a.retain || mutant.DecayTimerAtRetain && a.counts.dirtyPooled == a.retain) {
 		a.decayPool(a.now())
 	}
 	if mutant.TimerClearedLate { // MEM-ACCOUNT: a walk that kept young superblocks arms no timer

@@ -387,4 +387,5 @@ var All = []Mutant{
 	{"modellargeoverlap", "NO-OVERLAP", "oracle.Model.Alloc", "the model skips its live-address check for a large Alloc: a large object handed out at a live object's address is accepted"},
 	{"freetailpast", "FREE-INVALID", "Cache.Free", "invariants: Harness.FreeTail with last frees one past the object's last byte, not the last byte: the free at the last byte of an object is never made"},
 	{"stalepoollastclass", "FREE-DOUBLE", "Cache.Free", "a free into a pooled superblock whose last small period was the last class (k < NumClasses-1 for k < NumClasses) is judged invalid, not a double free: a stale free of a 32 KiB object after its superblock went back to the pool says ErrInvalidPointer"},
+	{"decaytimeratretain", "MEM-ACCOUNT", "Options.Retain", "the decay timer, firing when the pool is back to exactly Retain (a release past it armed the timer, a take brought it back), walks the pool and returns it down to half of Retain"},
 }

@@ -372,6 +372,7 @@ const (
 	ModelLargeOverlap    = false
 	FreeTailPast         = false
 	StalePoolLastClass   = false
+	DecayTimerAtRetain   = false
 )
 
 func Drop() bool { return false }

@@ -389,6 +389,7 @@ var (
 	ModelLargeOverlap    = on("modellargeoverlap")
 	FreeTailPast         = on("freetailpast")
 	StalePoolLastClass   = on("stalepoollastclass")
+	DecayTimerAtRetain   = on("decaytimeratretain")
 )
 
 var remoteFrees atomic.Uint64
