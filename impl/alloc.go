@@ -932,6 +932,9 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 			}
 			if sb != nil && sb.dirty {
 				young = min(young, sb.pooledAt)
+				if mutant.DecayYoungLast {
+					young = sb.pooledAt
+				}
 			}
 			if err := a.decommit(lo, hi); err != nil {
 				return err

@@ -388,4 +388,5 @@ var All = []Mutant{
 	{"freetailpast", "FREE-INVALID", "Cache.Free", "invariants: Harness.FreeTail with last frees one past the object's last byte, not the last byte: the free at the last byte of an object is never made"},
 	{"stalepoollastclass", "FREE-DOUBLE", "Cache.Free", "a free into a pooled superblock whose last small period was the last class (k < NumClasses-1 for k < NumClasses) is judged invalid, not a double free: a stale free of a 32 KiB object after its superblock went back to the pool says ErrInvalidPointer"},
 	{"decaytimeratretain", "MEM-ACCOUNT", "Options.Retain", "the decay timer, firing when the pool is back to exactly Retain (a release past it armed the timer, a take brought it back), walks the pool and returns it down to half of Retain"},
+	{"decayyounglast", "MEM-ACCOUNT", "Options.Decay", "the pool walk sets the next decay deadline from the last young superblock it passes (the lowest), not the oldest: an older superblock higher up waits past Decay for the timer, though a release came after its Decay"},
 }

@@ -373,6 +373,7 @@ const (
 	FreeTailPast         = false
 	StalePoolLastClass   = false
 	DecayTimerAtRetain   = false
+	DecayYoungLast       = false
 )
 
 func Drop() bool { return false }

@@ -390,6 +390,7 @@ var (
 	FreeTailPast         = on("freetailpast")
 	StalePoolLastClass   = on("stalepoollastclass")
 	DecayTimerAtRetain   = on("decaytimeratretain")
+	DecayYoungLast       = on("decayyounglast")
 )
 
 var remoteFrees atomic.Uint64
