@@ -1,5 +1,6 @@
-// The helpers of both runners: the yield build's (TestYieldBuild) and the check
-// build's (TestCheckBuild).
+// The helpers of the runners of the other builds: the yield build's
+// (TestYieldBuild), the check build's (TestCheckBuild) and the portable
+// front's (TestPortableBuild).
 //go:build !race && !refalloc_check && !refalloc_portable
 
 package yieldbuild
@@ -92,7 +93,7 @@ func needsTag(t *testing.T, f *ast.File, tag string) bool {
 	return false
 }
 
-// runIn runs the named tests of pkgs with go test in the build tag sets (a
+// runIn runs the named tests of pkgs (all of them if names is nil) with go test in the build tag sets (a
 // mutant switched on stays on in there) and fails t with the output if they
 // fail.
 func runIn(t *testing.T, tags string, names, pkgs []string) {
@@ -100,7 +101,10 @@ func runIn(t *testing.T, tags string, names, pkgs []string) {
 	if err != nil {
 		t.Fatalf("the go command, to build the %s tests: %v", tags, err)
 	}
-	args := []string{"test", "-timeout", "5m", "-run", "^(" + strings.Join(names, "|") + ")$"}
+	args := []string{"test", "-timeout", "5m"}
+	if names != nil { // nil: the packages' whole suites
+		args = append(args, "-run", "^("+strings.Join(names, "|")+")$")
+	}
 	if os.Getenv(mutant.Env) != "" {
 		// go test's cache does not see the variable (internal/mutant reads it
 		// in an init, before the test log starts): without -count=1 a mutant

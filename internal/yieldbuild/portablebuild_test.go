@@ -1,0 +1,30 @@
+// Under -race, refalloc_check and refalloc_portable CI runs the portable
+// build's tests itself; the refalloc_yield build, which cmd/mutants uses,
+// does not replace them, so this runs there too.
+//go:build !race && !refalloc_check && !refalloc_portable
+
+package yieldbuild
+
+import (
+	"go/parser"
+	"go/token"
+	"testing"
+)
+
+// TestPortableBuild runs impl's and invariants' whole suites in the
+// refalloc_portable build, the front without per-P caches (impl/front_portable.go).
+// The default build does not compile that front at all, so without this a
+// slip in it (a shard not entered, an alignment dropped, a free of a zero-cap
+// slice passed on) would pass the README's command and be seen only by CI's
+// separate refalloc_portable step. A mutant switched on stays on in there.
+func TestPortableBuild(t *testing.T) {
+	// The tag must still be the one that compiles that front in.
+	f, err := parser.ParseFile(token.NewFileSet(), "../../impl/front_portable.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !needsTag(t, f, "refalloc_portable") {
+		t.Fatal("impl/front_portable.go is not compiled by the refalloc_portable tag alone: this runner builds the wrong front")
+	}
+	runIn(t, "refalloc_portable", nil, []string{"../../impl", "../../invariants"})
+}
