@@ -374,6 +374,7 @@ const (
 	StalePoolLastClass   = false
 	DecayTimerAtRetain   = false
 	DecayYoungLast       = false
+	ModelInPlaceLen      = false
 )
 
 func Drop() bool { return false }

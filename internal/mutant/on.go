@@ -391,6 +391,7 @@ var (
 	StalePoolLastClass   = on("stalepoollastclass")
 	DecayTimerAtRetain   = on("decaytimeratretain")
 	DecayYoungLast       = on("decayyounglast")
+	ModelInPlaceLen      = on("modelinplacelen")
 )
 
 var remoteFrees atomic.Uint64
