@@ -483,6 +483,10 @@ func lifecycle(s *impl.Snapshot, sbs map[int]small) []*Violation {
 	}
 	for _, sb := range sbs {
 		free := sb.NFree + sb.LocalFreed
+		empty := free == sb.Objects
+		if mutant.LifecycleEmptyPublished {
+			empty = sb.NFree == sb.Objects
+		}
 		want := ""
 		switch {
 		case sb.Current:
@@ -501,7 +505,7 @@ func lifecycle(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d is filed %s but on no list", sb.Index, sb.List))
 		case want != "current" && !strings.Contains(on[sb.Index], want):
 			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d is filed %s but on %s", sb.Index, sb.List, on[sb.Index]))
-		case want != "current" && free == sb.Objects:
+		case want != "current" && empty:
 			vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (%s) is empty and was not released", sb.Index, want))
 		}
 	}

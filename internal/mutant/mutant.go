@@ -390,4 +390,5 @@ var All = []Mutant{
 	{"decaytimeratretain", "MEM-ACCOUNT", "Options.Retain", "the decay timer, firing when the pool is back to exactly Retain (a release past it armed the timer, a take brought it back), walks the pool and returns it down to half of Retain"},
 	{"decayyounglast", "MEM-ACCOUNT", "Options.Decay", "the pool walk sets the next decay deadline from the last young superblock it passes (the lowest), not the oldest: an older superblock higher up waits past Decay for the timer, though a release came after its Decay"},
 	{"modelinplacelen", "REFINES", "Cache.Realloc", "the model checks only the capacity of a Realloc that stays in place, not its len: an in-place Realloc that keeps b's len (or any len) is accepted"},
+	{"lifecycleemptypublished", "LIFECYCLE", "Cache.Free", "invariants: lifecycle's empty test counts only the published free objects (NFree), not LocalFreed: an owned superblock emptied by local frees and kept by its owner passes"},
 }

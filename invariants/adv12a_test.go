@@ -1,0 +1,49 @@
+package invariants_test
+
+import (
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// Tests from adv12a, an adversarial round of one-line slips in the checkers:
+// each breaks a good snapshot the way a wrong allocator would, where only the
+// slipped check can see it, and wants the rule.
+
+// TestLifecycleCatchesEmptyByLocalFrees (LIFECYCLE: an owner releases a
+// superblock at the free that empties it): an owned, partial superblock whose
+// every object is free, some of them local frees not yet published
+// (LocalFreed), is empty and must have been released. Slip (adv12a a14):
+// lifecycle's empty test counts the published free objects (NFree) only, so
+// a superblock emptied by local frees and kept by its owner passed.
+func TestLifecycleCatchesEmptyByLocalFrees(t *testing.T) {
+	h, id := setup(t)
+	var objs []uintptr
+	for range 40 {
+		must(t, h.Alloc(id, 4096, 1)) // 16 a superblock, as in TestLifecycleCatchesMisfiled
+		objs = append(objs, h.LastAddr)
+	}
+	must(t, h.Free(id, objs[0]))
+	must(t, h.Free(id, objs[16]))
+	for range 9 {
+		must(t, h.Alloc(id, 4096, 1))
+	}
+	k := spec.SizeToClass(4096)
+	for _, local := range []int{1, 3, 15} {
+		s := clean(t, h)
+		c := &s.Caches[len(s.Caches)-1]
+		if len(c.Partial[k]) != 1 {
+			t.Fatalf("partial %v", c.Partial[k])
+		}
+		var st *impl.SuperblockState
+		for i := range s.Superblocks {
+			if s.Superblocks[i].Index == c.Partial[k][0] {
+				st = &s.Superblocks[i]
+			}
+		}
+		st.Free[0], st.NFree, st.LocalFreed, st.Live = 1<<16-1, st.Objects-local, local, 0
+		expect(t, spec.RuleLifecycle, invariants.Check(s, h.M))
+	}
+}
