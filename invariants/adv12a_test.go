@@ -47,3 +47,30 @@ func TestLifecycleCatchesEmptyByLocalFrees(t *testing.T) {
 		expect(t, spec.RuleLifecycle, invariants.Check(s, h.M))
 	}
 }
+
+// TestGuardCatchesQuarantineBytesBySuperblocks (GUARD-FAULT: the quarantine
+// holds at most QuarantineBytes of superblocks): guardSetup's quarantine is a
+// small guarded object (one superblock) and a large one of 150 000 bytes
+// (three), four superblocks; a bound of two superblocks' bytes is exceeded,
+// though it is as many bytes as the quarantine has objects times a
+// superblock. Slip (adv12a a18): guarded compares the objects' count, not
+// their superblocks, with the byte bound, so a quarantine of large objects
+// past QuarantineBytes passed.
+func TestGuardCatchesQuarantineBytesBySuperblocks(t *testing.T) {
+	h, _ := guardSetup(t)
+	s := clean(t, h)
+	sbs := 0
+	for _, q := range s.Guard.Quarantine {
+		sbs += q.Superblocks
+	}
+	if len(s.Guard.Quarantine) != 2 || sbs != 4 {
+		t.Fatalf("setup: %d quarantined objects in %d superblocks, want 2 in 4", len(s.Guard.Quarantine), sbs)
+	}
+	s.Guard.QuarantineBytes = len(s.Guard.Quarantine) * s.SuperblockSize
+	expect(t, spec.RuleGuardFault, invariants.Check(s, h.M))
+	s = clean(t, h)
+	s.Guard.QuarantineBytes = sbs * s.SuperblockSize // exactly full: no violation
+	if vs := invariants.Check(s, h.M); len(vs) != 0 {
+		t.Fatalf("a quarantine exactly at its byte bound: %v", vs)
+	}
+}

@@ -80,10 +80,14 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 			seen[i] = true
 		}
 	}
+	counted := sbs
+	if mutant.QuarantineBytesObjects {
+		counted = len(g.Quarantine)
+	}
 	switch {
 	case len(g.Quarantine) > g.QuarantineObjects:
 		vs = append(vs, violation(spec.RuleGuardFault, "%d objects in quarantine, the bound is %d", len(g.Quarantine), g.QuarantineObjects))
-	case sbs*s.SuperblockSize > g.QuarantineBytes:
+	case counted*s.SuperblockSize > g.QuarantineBytes:
 		vs = append(vs, violation(spec.RuleGuardFault, "%d bytes in quarantine, the bound is %d", sbs*s.SuperblockSize, g.QuarantineBytes))
 	case len(seen) != quarantined:
 		vs = append(vs, violation(spec.RuleGuardFault, "%d superblocks are quarantined, the quarantine holds %d", quarantined, len(seen)))

@@ -391,4 +391,5 @@ var All = []Mutant{
 	{"decayyounglast", "MEM-ACCOUNT", "Options.Decay", "the pool walk sets the next decay deadline from the last young superblock it passes (the lowest), not the oldest: an older superblock higher up waits past Decay for the timer, though a release came after its Decay"},
 	{"modelinplacelen", "REFINES", "Cache.Realloc", "the model checks only the capacity of a Realloc that stays in place, not its len: an in-place Realloc that keeps b's len (or any len) is accepted"},
 	{"lifecycleemptypublished", "LIFECYCLE", "Cache.Free", "invariants: lifecycle's empty test counts only the published free objects (NFree), not LocalFreed: an owned superblock emptied by local frees and kept by its owner passes"},
+	{"quarantinebytesobjects", "GUARD-FAULT", "Options.Guard", "invariants: guarded compares the quarantine's object count, not its superblocks, with QuarantineBytes: a quarantine of large objects past its byte bound passes"},
 }

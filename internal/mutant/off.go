@@ -376,6 +376,7 @@ const (
 	DecayYoungLast          = false
 	ModelInPlaceLen         = false
 	LifecycleEmptyPublished = false
+	QuarantineBytesObjects  = false
 )
 
 func Drop() bool { return false }

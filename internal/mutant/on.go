@@ -393,6 +393,7 @@ var (
 	DecayYoungLast          = on("decayyounglast")
 	ModelInPlaceLen         = on("modelinplacelen")
 	LifecycleEmptyPublished = on("lifecycleemptypublished")
+	QuarantineBytesObjects  = on("quarantinebytesobjects")
 )
 
 var remoteFrees atomic.Uint64
