@@ -392,4 +392,5 @@ var All = []Mutant{
 	{"modelinplacelen", "REFINES", "Cache.Realloc", "the model checks only the capacity of a Realloc that stays in place, not its len: an in-place Realloc that keeps b's len (or any len) is accepted"},
 	{"lifecycleemptypublished", "LIFECYCLE", "Cache.Free", "invariants: lifecycle's empty test counts only the published free objects (NFree), not LocalFreed: an owned superblock emptied by local frees and kept by its owner passes"},
 	{"quarantinebytesobjects", "GUARD-FAULT", "Options.Guard", "invariants: guarded compares the quarantine's object count, not its superblocks, with QuarantineBytes: a quarantine of large objects past its byte bound passes"},
+	{"emptysmallonly", "EMPTY", "Allocator.Close", "invariants: CheckEmpty looks for small superblocks still in use only: a large object's superblocks kept in use after everything was freed pass"},
 }

@@ -377,6 +377,7 @@ const (
 	ModelInPlaceLen         = false
 	LifecycleEmptyPublished = false
 	QuarantineBytesObjects  = false
+	EmptySmallOnly          = false
 )
 
 func Drop() bool { return false }

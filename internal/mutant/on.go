@@ -394,6 +394,7 @@ var (
 	ModelInPlaceLen         = on("modelinplacelen")
 	LifecycleEmptyPublished = on("lifecycleemptypublished")
 	QuarantineBytesObjects  = on("quarantinebytesobjects")
+	EmptySmallOnly          = on("emptysmallonly")
 )
 
 var remoteFrees atomic.Uint64
