@@ -123,3 +123,47 @@ func TestEmptyCatchesLargeSuperblockKept(t *testing.T) {
 		expect(t, spec.RuleEmpty, invariants.CheckEmpty(s, h.M))
 	}
 }
+
+// TestOOMCatchesOwnSparseSuperblock (OOM-REAL: no superblock of the class
+// that the cache owns has a free object, however few): an out-of-memory while
+// the cache owns a superblock of the request's class with one free object, or
+// three (fewer than the sixteenth that makes it partial, LIFECYCLE), is
+// refused; with none free it is accepted. Slip (adv12a a33): CheckOOM counted
+// an owned superblock as room only from LIFECYCLE's partial threshold on,
+// so a refill that gave up without taking its own sparse superblock (the
+// sparse path of OOM-REAL) passed.
+func TestOOMCatchesOwnSparseSuperblock(t *testing.T) {
+	h, id := setup(t)
+	for range 10 {
+		must(t, h.Alloc(id, 1024, 1)) // 64 a superblock: a sixteenth is 4
+	}
+	k := spec.SizeToClass(1024)
+	for _, free := range []int{0, 1, 3} {
+		s := clean(t, h)
+		s.FreeRuns = nil
+		s.Caches[len(s.Caches)-1].Held = nil
+		found := false
+		for i := range s.Superblocks {
+			st := &s.Superblocks[i]
+			if st.State != impl.SBSmall || st.Class != k || st.Owner != id {
+				continue
+			}
+			found = true
+			for g := range st.Free {
+				st.Free[g] = 0
+			}
+			st.Free[1] = 1<<free - 1
+			st.NFree, st.LocalFreed = free, 0
+		}
+		if !found {
+			t.Fatal("no class-1024 superblock of the cache")
+		}
+		vs := invariants.CheckOOM(s, []int{id}, 1024, 1)
+		if free == 0 && len(vs) != 0 {
+			t.Fatalf("a full superblock: %v", vs)
+		}
+		if free > 0 {
+			expect(t, spec.RuleOOMReal, vs)
+		}
+	}
+}

@@ -731,7 +731,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 					n, align, id, pending, sb.Index, sb.Class, sb.List, sb.NFree+sb.LocalFreed, sb.Objects))
 			case free == sb.Objects:
 				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory owning empty superblock %d (class %d, %s)", n, align, id, sb.Index, sb.Class, sb.List))
-			case sb.Class == k && free > 0:
+			case sb.Class == k && free > 0 && (!mutant.OOMOwnPartial || free >= max(1, sb.Objects/16)):
 				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d free objects in its superblock %d", n, align, id, free, sb.Index))
 			}
 		}

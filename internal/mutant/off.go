@@ -378,6 +378,7 @@ const (
 	LifecycleEmptyPublished = false
 	QuarantineBytesObjects  = false
 	EmptySmallOnly          = false
+	OOMOwnPartial           = false
 )
 
 func Drop() bool { return false }

@@ -395,6 +395,7 @@ var (
 	LifecycleEmptyPublished = on("lifecycleemptypublished")
 	QuarantineBytesObjects  = on("quarantinebytesobjects")
 	EmptySmallOnly          = on("emptysmallonly")
+	OOMOwnPartial           = on("oomownpartial")
 )
 
 var remoteFrees atomic.Uint64
