@@ -1,6 +1,7 @@
 package invariants_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
@@ -165,5 +166,39 @@ func TestOOMCatchesOwnSparseSuperblock(t *testing.T) {
 		if free > 0 {
 			expect(t, spec.RuleOOMReal, vs)
 		}
+	}
+}
+
+// TestStatsTableCatchesWrongClassRow (REFINES: Stats.Classes is the size-class
+// table, one row per class): a Stats whose class row has the wrong slab
+// object count, size or class index, or a row too few, is reported, and
+// the table as it is passes. Slip (adv12a a31): Harness.Stats compared each
+// row's class and size but not SlabObjects, so a Stats that misreports how
+// many objects a superblock of a class holds passed every driver.
+func TestStatsTableCatchesWrongClassRow(t *testing.T) {
+	h, _ := setup(t)
+	st := h.A.Stats()
+	if vs := invariants.StatsTable(st, h.M.Size()); len(vs) != 0 {
+		t.Fatalf("the allocator's own Stats: %v", vs)
+	}
+	for _, k := range []int{0, spec.SizeToClass(4096), spec.NumClasses - 1} {
+		for name, breakIt := range map[string]func(c *impl.ClassStats){
+			"slab objects one more": func(c *impl.ClassStats) { c.SlabObjects++ },
+			"slab objects one less": func(c *impl.ClassStats) { c.SlabObjects-- },
+			"size":                  func(c *impl.ClassStats) { c.Size += 16 },
+			"class":                 func(c *impl.ClassStats) { c.Class++ },
+		} {
+			bad := st
+			bad.Classes = slices.Clone(st.Classes)
+			breakIt(&bad.Classes[k])
+			if vs := invariants.StatsTable(bad, h.M.Size()); len(vs) == 0 {
+				t.Errorf("class %d, %s: no violation", k, name)
+			}
+		}
+	}
+	bad := st
+	bad.Classes = st.Classes[:spec.NumClasses-1]
+	if vs := invariants.StatsTable(bad, h.M.Size()); len(vs) == 0 {
+		t.Error("a class row missing: no violation")
 	}
 }

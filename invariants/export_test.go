@@ -24,6 +24,7 @@ var (
 	Flushed       = flushed
 	ExpectInPlace = expectInPlace
 	ReportNames   = reportNames
+	StatsTable    = statsTable
 )
 
 // SetDebug changes whether the harness expects the allocator to be in debug

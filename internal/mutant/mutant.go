@@ -394,4 +394,5 @@ var All = []Mutant{
 	{"quarantinebytesobjects", "GUARD-FAULT", "Options.Guard", "invariants: guarded compares the quarantine's object count, not its superblocks, with QuarantineBytes: a quarantine of large objects past its byte bound passes"},
 	{"emptysmallonly", "EMPTY", "Allocator.Close", "invariants: CheckEmpty looks for small superblocks still in use only: a large object's superblocks kept in use after everything was freed pass"},
 	{"oomownpartial", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check counts a superblock of the class the cache owns as room only when a sixteenth of its objects are free (LIFECYCLE's partial threshold), not when any is: an OOM while the cache owns a sparse superblock of the class passes"},
+	{"statsslabunchecked", "REFINES", "Allocator.Stats", "invariants: Harness.Stats checks each Stats.Classes row's class and size but not SlabObjects: a Stats that misreports the objects a superblock of a class holds passes"},
 }

@@ -379,6 +379,7 @@ const (
 	QuarantineBytesObjects  = false
 	EmptySmallOnly          = false
 	OOMOwnPartial           = false
+	StatsSlabUnchecked      = false
 )
 
 func Drop() bool { return false }

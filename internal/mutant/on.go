@@ -396,6 +396,7 @@ var (
 	QuarantineBytesObjects  = on("quarantinebytesobjects")
 	EmptySmallOnly          = on("emptysmallonly")
 	OOMOwnPartial           = on("oomownpartial")
+	StatsSlabUnchecked      = on("statsslabunchecked")
 )
 
 var remoteFrees atomic.Uint64
