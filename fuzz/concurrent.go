@@ -208,10 +208,7 @@ func (w *cworker) loop() {
 func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	switch op {
 	case COpAlloc:
-		n := (a | b<<8) % (spec.MaxSmall + 1)
-		if b&0xc0 == 0xc0 && !mutant.ConcNoLarge {
-			n = spec.MaxSmall + 1 + a*512
-		}
+		n := concSize(a, b)
 		if n > spec.MaxSmall {
 			w.n.Large++
 		}
@@ -300,6 +297,19 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 			w.sh.Record(invariants.StatsNow(w.sh.A.Stats())...)
 		}
 	}
+}
+
+// concSize is the size a COpAlloc with bytes a and b asks for: any size from 0
+// to MaxSmall, or, when b's top two bits are set, a large one from MaxSmall+1.
+func concSize(a, b int) int {
+	n := (a | b<<8) % (spec.MaxSmall + 1)
+	if mutant.ConcSizeMaxSmall {
+		n = (a | b<<8) % spec.MaxSmall
+	}
+	if b&0xc0 == 0xc0 && !mutant.ConcNoLarge {
+		n = spec.MaxSmall + 1 + a*512
+	}
+	return n
 }
 
 func (w *cworker) freeMine(i int, front bool) {

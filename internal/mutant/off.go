@@ -380,6 +380,7 @@ const (
 	EmptySmallOnly          = false
 	OOMOwnPartial           = false
 	StatsSlabUnchecked      = false
+	ConcSizeMaxSmall        = false
 )
 
 func Drop() bool { return false }

@@ -397,6 +397,7 @@ var (
 	EmptySmallOnly          = on("emptysmallonly")
 	OOMOwnPartial           = on("oomownpartial")
 	StatsSlabUnchecked      = on("statsslabunchecked")
+	ConcSizeMaxSmall        = on("concsizemaxsmall")
 )
 
 var remoteFrees atomic.Uint64
