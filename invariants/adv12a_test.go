@@ -1,6 +1,7 @@
 package invariants_test
 
 import (
+	"math/bits"
 	"slices"
 	"testing"
 
@@ -200,5 +201,45 @@ func TestStatsTableCatchesWrongClassRow(t *testing.T) {
 	bad.Classes = st.Classes[:spec.NumClasses-1]
 	if vs := invariants.StatsTable(bad, h.M.Size()); len(vs) == 0 {
 		t.Error("a class row missing: no violation")
+	}
+}
+
+// TestOOMCatchesOrphanWithPendingFrees (OOM-REAL: no orphan has a remote
+// free pending, the second look collects them): an out-of-memory while an
+// orphan of another class than the request's holds a remote free of a live
+// object, pending and announced, is refused; the same orphan without it is
+// accepted. Slip (adv12a a34): CheckOOM's orphan walk skipped the pending
+// test, so a refill that gave up without collecting the orphans' remote
+// frees (which may empty one and give its superblock back) passed.
+func TestOOMCatchesOrphanWithPendingFrees(t *testing.T) {
+	h, id := setup(t)
+	recycled(t, h, id) // one class-4096 superblock: 11 live, 4 held, 1 free
+	for _, pending := range []bool{false, true} {
+		s := clean(t, h)
+		s.FreeRuns = nil
+		c := &s.Caches[len(s.Caches)-1]
+		held := c.Held[0]
+		c.Held = nil
+		for i := range s.Superblocks {
+			st := &s.Superblocks[i]
+			if st.Index != held.Superblock {
+				continue
+			}
+			st.Owner, st.Orphan, st.List = -1, true, "orphan"
+			st.Free[held.Group] |= held.Bits // given back: free objects of class 4096, not the request's
+			st.NFree += bits.OnesCount32(held.Bits)
+			if pending {
+				live := uint32(1<<st.Objects-1) &^ st.Free[0]
+				st.Pending[0] = live & -live // the first live object, freed remotely
+				st.Notified = true
+			}
+		}
+		vs := invariants.CheckOOM(s, []int{id}, 100, 1)
+		if !pending && len(vs) != 0 {
+			t.Fatalf("an orphan of another class, nothing pending: %v", vs)
+		}
+		if pending {
+			expect(t, spec.RuleOOMReal, vs)
+		}
 	}
 }

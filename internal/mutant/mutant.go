@@ -396,4 +396,5 @@ var All = []Mutant{
 	{"oomownpartial", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check counts a superblock of the class the cache owns as room only when a sixteenth of its objects are free (LIFECYCLE's partial threshold), not when any is: an OOM while the cache owns a sparse superblock of the class passes"},
 	{"statsslabunchecked", "REFINES", "Allocator.Stats", "invariants: Harness.Stats checks each Stats.Classes row's class and size but not SlabObjects: a Stats that misreports the objects a superblock of a class holds passes"},
 	{"concsizemaxsmall", "REFINES", "Cache.Alloc", "fuzz: FuzzConcurrent's COpAlloc takes its small size modulo MaxSmall, not MaxSmall+1: the concurrent driver never asks for exactly MaxSmall (the last class's size)"},
+	{"oomorphanpending", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check's orphan walk skips the pending test: an OOM while an orphan (of any class) holds remote frees not yet collected passes"},
 }

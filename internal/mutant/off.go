@@ -381,6 +381,7 @@ const (
 	OOMOwnPartial           = false
 	StatsSlabUnchecked      = false
 	ConcSizeMaxSmall        = false
+	OOMOrphanPending        = false
 )
 
 func Drop() bool { return false }

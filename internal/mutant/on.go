@@ -398,6 +398,7 @@ var (
 	OOMOwnPartial           = on("oomownpartial")
 	StatsSlabUnchecked      = on("statsslabunchecked")
 	ConcSizeMaxSmall        = on("concsizemaxsmall")
+	OOMOrphanPending        = on("oomorphanpending")
 )
 
 var remoteFrees atomic.Uint64
