@@ -56,6 +56,9 @@ var _ = [1]struct{}{}[unsafe.Sizeof(procSlot{})%64]
 
 func (pc *procCaches) init(a *Allocator) {
 	n := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if mutant.ProcsGomaxprocsOnly { // FRONT-EXCLUSIVE: the Ps past GOMAXPROCS at New get none
+		n = runtime.GOMAXPROCS(0)
+	}
 	// Room for at least 32 KiB, so that the Go heap gives the slots pages of
 	// their own (a large object starts at a page).
 	pc.slots = make([]procSlot, n, max(n, (32<<10)/int(unsafe.Sizeof(procSlot{}))+1))

@@ -382,6 +382,7 @@ const (
 	StatsSlabUnchecked      = false
 	ConcSizeMaxSmall        = false
 	OOMOrphanPending        = false
+	ProcsGomaxprocsOnly     = false
 )
 
 func Drop() bool { return false }

@@ -399,6 +399,7 @@ var (
 	StatsSlabUnchecked      = on("statsslabunchecked")
 	ConcSizeMaxSmall        = on("concsizemaxsmall")
 	OOMOrphanPending        = on("oomorphanpending")
+	ProcsGomaxprocsOnly     = on("procsgomaxprocsonly")
 )
 
 var remoteFrees atomic.Uint64
