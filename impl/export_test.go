@@ -152,6 +152,17 @@ func HoldFrontBut(a *Allocator, home, free int) (shards int, undo func()) {
 	}
 }
 
+// FrontHomeCount is the number of stack buckets whose home is shard s.
+func FrontHomeCount(a *Allocator, s int) int {
+	n := 0
+	for b := range a.front.home {
+		if a.front.home[b].Load() == uint32(s)&a.front.mask {
+			n++
+		}
+	}
+	return n
+}
+
 // HoldCentralLock takes a's central lock and returns the function that gives
 // it back, so that a test can stop a call at its next locked step (a Close
 // whose flush drains the orphans) and act while it waits there.

@@ -110,7 +110,9 @@ func (f *front) lock() *shard {
 	}
 	for i := uint32(1); i <= f.mask-uint32(b2i(mutant.ShardScanShort)); i++ {
 		if s := &f.shards[(h+i)&f.mask]; s.mu.TryLock() {
-			f.home[b].Store((h + i) & f.mask)
+			if !mutant.ShardHomeKept {
+				f.home[b].Store((h + i) & f.mask)
+			}
 			return s
 		}
 		if mutant.ShardScanStuck {

@@ -398,4 +398,5 @@ var All = []Mutant{
 	{"concsizemaxsmall", "REFINES", "Cache.Alloc", "fuzz: FuzzConcurrent's COpAlloc takes its small size modulo MaxSmall, not MaxSmall+1: the concurrent driver never asks for exactly MaxSmall (the last class's size)"},
 	{"oomorphanpending", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check's orphan walk skips the pending test: an OOM while an orphan (of any class) holds remote frees not yet collected passes"},
 	{"procsgomaxprocsonly", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the per-P caches are made at New for GOMAXPROCS Ps, not max(GOMAXPROCS, NumCPU): a program that lowers GOMAXPROCS before New and raises it later finds no cache on the Ps past it, and every call there locks a shard"},
+	{"shardhomekept", "FRONT-EXCLUSIVE", "Allocator.Alloc", "a call that finds its home shard busy and takes the next free one does not make that one the bucket's home: goroutines that run at the same time keep meeting on one home shard and spill on every call"},
 }

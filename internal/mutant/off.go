@@ -383,6 +383,7 @@ const (
 	ConcSizeMaxSmall        = false
 	OOMOrphanPending        = false
 	ProcsGomaxprocsOnly     = false
+	ShardHomeKept           = false
 )
 
 func Drop() bool { return false }

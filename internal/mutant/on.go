@@ -400,6 +400,7 @@ var (
 	ConcSizeMaxSmall        = on("concsizemaxsmall")
 	OOMOrphanPending        = on("oomorphanpending")
 	ProcsGomaxprocsOnly     = on("procsgomaxprocsonly")
+	ShardHomeKept           = on("shardhomekept")
 )
 
 var remoteFrees atomic.Uint64
