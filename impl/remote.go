@@ -120,7 +120,14 @@ func (a *Allocator) notify(sb *superblock) {
 		yield(YieldNotifyOwner)
 		h := head.Load()
 		if h == closedStack {
-			continue // the owner closed after we read it; sb.owner is already nil
+			// The owner closed after we read it; sb.owner is already nil, as
+			// Close orphans before it seals. An owner still there is a closed
+			// cache that kept sb: fail now, for a retry would spin for good,
+			// and pinned on the only P not even the watchdog would run.
+			if o != nil && sb.owner.Load() == o {
+				panic("refalloc: internal error: a closed cache still owns a superblock it orphaned (LIFECYCLE)")
+			}
+			continue
 		}
 		sb.nextNotify.Store(h)
 		if head.CompareAndSwap(h, sb) {
