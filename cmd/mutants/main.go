@@ -329,8 +329,37 @@ func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test 
 	timedOut = ctx.Err() != nil || bytes.Contains(out.Bytes(), []byte("panic: test timed out"))
 	if m := failLine.FindSubmatch(out.Bytes()); m != nil {
 		test = strings.SplitN(string(m[1]), "/", 2)[0]
+	} else {
+		test = crashedIn(out.Bytes())
 	}
 	return true, test, timedOut, out.Bytes()
+}
+
+// crashFrame finds, in a goroutine's stack, the test it runs or was started by.
+var crashFrame = regexp.MustCompile(`(?m)\.((?:Test|Fuzz)[A-Za-z0-9_]*)(?:\.func[0-9.]+)?\(|^created by \S+\.((?:Test|Fuzz)[A-Za-z0-9_]*)(?:\.func[0-9.]+)? in goroutine`)
+
+// crashedIn names the test whose goroutine brought the binary down with a
+// fatal error (a throw prints no FAIL line: a panic while pinned, a stack
+// overflow): the runtime prints the crashing goroutine's stack first. "" if
+// the crash was not in a test's goroutine.
+func crashedIn(out []byte) string {
+	i := bytes.Index(out, []byte("\nfatal error: "))
+	if i < 0 {
+		return ""
+	}
+	rest := out[i:]
+	j := bytes.Index(rest, []byte("\ngoroutine "))
+	if j < 0 {
+		return ""
+	}
+	block := rest[j+1:]
+	if k := bytes.Index(block, []byte("\n\n")); k >= 0 {
+		block = block[:k]
+	}
+	if m := crashFrame.FindSubmatch(block); m != nil {
+		return string(m[1]) + string(m[2])
+	}
+	return ""
 }
 
 // tail is the last n lines of out.
