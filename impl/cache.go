@@ -1167,7 +1167,11 @@ func (a *Allocator) orphanAll(c *Cache) {
 	defer a.mu.Unlock()
 	for k := range spec.NumClasses {
 		l := &c.lists[k]
-		for _, head := range []*superblock{c.cls[k].sb, l.partial, l.full} {
+		heads := []*superblock{c.cls[k].sb, l.partial, l.full}
+		if mutant.OrphanAllNoCurrent { // LIFECYCLE: the current superblock stays with the closed cache
+			heads = heads[1:]
+		}
+		for _, head := range heads {
 			for sb := head; sb != nil; {
 				next := sb.next
 				if sb.list == listCurrent {

@@ -384,6 +384,7 @@ const (
 	OOMOrphanPending        = false
 	ProcsGomaxprocsOnly     = false
 	ShardHomeKept           = false
+	OrphanAllNoCurrent      = false
 )
 
 func Drop() bool { return false }

@@ -401,6 +401,7 @@ var (
 	OOMOrphanPending        = on("oomorphanpending")
 	ProcsGomaxprocsOnly     = on("procsgomaxprocsonly")
 	ShardHomeKept           = on("shardhomekept")
+	OrphanAllNoCurrent      = on("orphanallnocurrent")
 )
 
 var remoteFrees atomic.Uint64
