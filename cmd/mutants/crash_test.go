@@ -4,7 +4,8 @@ import "testing"
 
 // TestCrashedIn: a fatal error names the test on the crashing goroutine's
 // stack (the first printed after "fatal error:"), whether the test runs it or
-// started it, and nothing when that goroutine belongs to no test; a test on
+// started it, and nothing when that goroutine belongs to no test of this
+// module (the testing package's fuzz frames, TestMain's watchdog); a test on
 // another goroutine's stack, printed later, is never named.
 func TestCrashedIn(t *testing.T) {
 	const tail = `
@@ -42,6 +43,22 @@ created by github.com/refalloc/refalloc/impl.TestRemoteBadFreeNamesAddress.func2
 goroutine 3 gp=0x1 m=0 mp=0x2 [running]:
 github.com/refalloc/refalloc/impl.init.0()
 	/work/main/impl/x.go:5 +0x1` + tail, ""},
+		{`fatal error: stack overflow
+
+goroutine 9 gp=0x1 m=0 mp=0x2 [running]:
+github.com/refalloc/refalloc/invariants.RunMachine(0x1)
+	/work/main/invariants/machine.go:10 +0x1
+testing.(*F).Fuzz.func1.1(0x1)
+	/usr/local/go/src/testing/fuzz.go:341 +0x1
+created by testing.(*F).Fuzz.func1 in goroutine 8
+	/usr/local/go/src/testing/fuzz.go:330 +0x1` + tail, ""},
+		{`fatal error: concurrent map writes
+
+goroutine 5 gp=0x1 m=0 mp=0x2 [running]:
+github.com/refalloc/refalloc/impl_test.watchTests(0x1, 0x2)
+	/work/main/impl/watchdog_test.go:40 +0x1
+created by github.com/refalloc/refalloc/impl_test.TestMain in goroutine 1
+	/work/main/impl/watchdog_test.go:33 +0x1` + tail, ""},
 		{"--- FAIL: TestX (0.00s)\nFAIL\n", ""},
 	} {
 		if got := crashedIn([]byte(c.out)); got != c.want {

@@ -335,8 +335,11 @@ func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test 
 	return true, test, timedOut, out.Bytes()
 }
 
-// crashFrame finds, in a goroutine's stack, the test it runs or was started by.
-var crashFrame = regexp.MustCompile(`(?m)\.((?:Test|Fuzz)[A-Za-z0-9_]*)(?:\.func[0-9.]+)?\(|^created by \S+\.((?:Test|Fuzz)[A-Za-z0-9_]*)(?:\.func[0-9.]+)? in goroutine`)
+// crashFrame finds, in a goroutine's stack, a function of this module named
+// as a test (Go's rule: Test or Fuzz, then no lower-case letter) that the
+// goroutine runs or was started by. The testing package's own frames
+// (testing.(*F).Fuzz.func1) are not this module's.
+var crashFrame = regexp.MustCompile(`(?m)^(?:created by )?github\.com/refalloc/refalloc/\S*?\.((?:Test|Fuzz)(?:[A-Z0-9_]\w*)?)(?:\.func[0-9.]+)?(?:\(| in goroutine)`)
 
 // crashedIn names the test whose goroutine brought the binary down with a
 // fatal error (a throw prints no FAIL line: a panic while pinned, a stack
@@ -356,8 +359,10 @@ func crashedIn(out []byte) string {
 	if k := bytes.Index(block, []byte("\n\n")); k >= 0 {
 		block = block[:k]
 	}
-	if m := crashFrame.FindSubmatch(block); m != nil {
-		return string(m[1]) + string(m[2])
+	for _, m := range crashFrame.FindAllSubmatch(block, -1) {
+		if name := string(m[1]); name != "TestMain" { // TestMain starts the watchdogs, it is no test
+			return name
+		}
 	}
 	return ""
 }
