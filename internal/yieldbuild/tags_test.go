@@ -97,6 +97,7 @@ func needsTag(t *testing.T, f *ast.File, tag string) bool {
 // mutant switched on stays on in there) and fails t with the output if they
 // fail.
 func runIn(t *testing.T, tags string, names, pkgs []string) {
+	statSources(t)
 	goTool, err := exec.LookPath("go") // go test puts its own GOROOT/bin first on PATH
 	if err != nil {
 		t.Fatalf("the go command, to build the %s tests: %v", tags, err)
@@ -125,5 +126,29 @@ func runIn(t *testing.T, tags string, names, pkgs []string) {
 	}
 	if testing.Verbose() {
 		t.Logf("%d tests: %v\n%s", len(names), names, out.Bytes())
+	}
+}
+
+// statSources stats every file of the module (its sources, go.mod, the fuzz
+// corpora under testdata): go test caches a
+// test's result keyed by the files the test binary itself opened or stat'ed,
+// and the go test run inside runIn builds from all of them. Without this an
+// edit to spec/, oracle/ or internal/ (or, for a -run of one runner, to impl/)
+// left this package "(cached)" and the other build's suites unrun.
+func statSources(t *testing.T) {
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != "../.." && (strings.HasPrefix(d.Name(), ".") || path == "../../bench" || path == "../../arrow"):
+			return filepath.SkipDir // .git, and the modules of their own
+		case !d.IsDir():
+			_, err := os.Stat(path)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
