@@ -18,16 +18,7 @@ import (
 // Retain or more, not more than Retain, and returns it down to half of Retain).
 func TestDecayTimerSparesExactlyRetain(t *testing.T) {
 	const retain = 4
-	a, err := impl.New(impl.Options{Reserve: 16 * sbBytes, Retain: retain * sbBytes, Decay: time.Hour})
-	must(t, err)
-	defer a.Close()
-	clock := time.Now().UnixNano()
-	impl.SetClock(a, func() int64 { return clock })
-	c, _ := a.NewCache()
-	var objs [][]byte
-	for range retain + 1 {
-		objs = append(objs, allocSBs(t, c, 1))
-	}
+	a, c, clock, objs := decayClockRetain(t, retain+1, retain*sbBytes)
 	for _, b := range objs {
 		must(t, c.Free(b))
 	}
@@ -38,7 +29,7 @@ func TestDecayTimerSparesExactlyRetain(t *testing.T) {
 	if h := held(a); h != retain*sbBytes {
 		t.Fatalf("one superblock taken back from the pool: it holds %d bytes committed, want Retain, %d", h, retain*sbBytes)
 	}
-	clock += 2 * int64(time.Hour)
+	*clock += 2 * int64(time.Hour)
 	if !impl.FireDecayTimer(a) {
 		t.Fatal("no decay timer pending after a release past Retain")
 	}

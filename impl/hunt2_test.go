@@ -17,7 +17,13 @@ import (
 // the test moves, and n one-superblock objects on it, written to.
 func decayClock(t *testing.T, n int) (*impl.Allocator, *impl.Cache, *int64, [][]byte) {
 	t.Helper()
-	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: -1, Decay: time.Hour})
+	return decayClockRetain(t, n, -1)
+}
+
+// decayClockRetain is decayClock with Options.Retain set to retain.
+func decayClockRetain(t *testing.T, n, retain int) (*impl.Allocator, *impl.Cache, *int64, [][]byte) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: time.Hour})
 	must(t, err)
 	t.Cleanup(func() { a.Close() })
 	clock := new(int64)
