@@ -93,9 +93,9 @@ func needsTag(t *testing.T, f *ast.File, tag string) bool {
 	return false
 }
 
-// runIn runs the named tests of pkgs (all of them if names is nil) with go test in the build tag sets (a
-// mutant switched on stays on in there) and fails t with the output if they
-// fail.
+// runIn runs the named tests of pkgs (all of them if names is nil) with go
+// test in the build tag sets (a mutant switched on stays on in there) and
+// fails t with the output if they fail.
 func runIn(t *testing.T, tags string, names, pkgs []string) {
 	statSources(t)
 	goTool, err := exec.LookPath("go") // go test puts its own GOROOT/bin first on PATH
@@ -130,9 +130,9 @@ func runIn(t *testing.T, tags string, names, pkgs []string) {
 }
 
 // statSources stats every file of the module (its sources, go.mod, the fuzz
-// corpora under testdata): go test caches a
-// test's result keyed by the files the test binary itself opened or stat'ed,
-// and the go test run inside runIn builds from all of them. Without this an
+// corpora under testdata): go test caches a test's result keyed by the files
+// the test binary itself opened or stat'ed, and the go test run inside runIn
+// builds from all of them. Without this an
 // edit to spec/, oracle/ or internal/ (or, for a -run of one runner, to impl/)
 // left this package "(cached)" and the other build's suites unrun.
 func statSources(t *testing.T) {
