@@ -42,6 +42,7 @@ func waitInFunction(t *testing.T, fn string, done <-chan error) {
 // Deterministic in the default build: the central lock holds Close at the
 // step after its flush's drain and walk.
 func TestCloseForwardsLateRemoteFree(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()

@@ -46,6 +46,7 @@ func TestRetainNotWholeSuperblocks(t *testing.T) {
 // published, so the statistics are exact. Slip: Flush walks only the caches
 // of the Ps GOMAXPROCS says run (flushrunningps).
 func TestFlushReachesCachesOfPsGone(t *testing.T) {
+	needClassCounters(t)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // at least 2 per-P caches: index 1 is one
 	a, err := impl.New(impl.Options{Reserve: 64 << 20})
 	must(t, err)

@@ -1190,7 +1190,7 @@ func (a *Allocator) orphanAll(c *Cache) {
 }
 
 func (c *Cache) publishFrees(k int, n int32) {
-	if statsEnabled && n != 0 {
+	if ClassCounters && n != 0 {
 		c.pub[k].frees.Add(uint64(n))
 	}
 }
@@ -1200,13 +1200,13 @@ func (c *Cache) creditAllocs(k int, n int32) {
 		c.pub[k].allocs.Store(uint64(uint16(c.pub[k].allocs.Load() + uint64(n))))
 		return
 	}
-	if statsEnabled {
+	if ClassCounters {
 		c.pub[k].allocs.Add(uint64(n))
 	}
 }
 
 func (c *Cache) debitAllocs(k int, n int32) {
-	if statsEnabled {
+	if ClassCounters {
 		c.pub[k].allocs.Add(-uint64(n))
 	}
 }

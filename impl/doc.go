@@ -45,5 +45,6 @@
 // that package invariants checks against the model.
 //
 // Tuning: Options.SuperblockCacheWays; the build tags refalloc_check (internal
-// assertions) and refalloc_nostats (no counters).
+// assertions) and refalloc_nostats (no per-class Allocs and Frees counters:
+// ClassCounters).
 package impl

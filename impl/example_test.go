@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/refalloc/refalloc/impl"
-	"github.com/refalloc/refalloc/spec"
 )
 
 // A Cache is the fast path: one per goroutine.
@@ -60,29 +59,6 @@ func ExampleAllocator() {
 	}
 	fmt.Println(freed, len(a.Leaks()))
 	// Output: 100 0
-}
-
-// Stats are cheap to read at any time; after every cache has flushed they are
-// exact.
-func ExampleAllocator_Stats() {
-	a, _ := impl.New(impl.Options{})
-	defer a.Close()
-	c, _ := a.NewCache()
-	var keep [][]byte
-	for range 10 {
-		b, _ := c.Alloc(100)
-		keep = append(keep, b)
-	}
-	c.Free(keep[0])
-	k := spec.SizeToClass(100) // the class of 100-byte requests: 112-byte objects
-	s := a.Stats().Classes[k]
-	fmt.Println(s.Size, s.Allocs >= 10, s.Frees <= 1) // ahead / behind, never wrong-sided
-	c.Flush()
-	s = a.Stats().Classes[k]
-	fmt.Println(s.Allocs, s.Frees, s.Allocs-s.Frees) // exact after a flush
-	// Output:
-	// 112 true true
-	// 10 1 9
 }
 
 // Debug mode poisons freed memory and reports a write after free, with the site

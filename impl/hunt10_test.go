@@ -95,6 +95,7 @@ func TestPendingOnLaterHeldObject(t *testing.T) {
 // Flush, count exactly 300 and 300.
 // Slip: take counts popcount(b) before guardLimit cuts b.
 func TestGuardCutGroupStatsExact(t *testing.T) {
+	needClassCounters(t)
 	a := newGuarded(t, impl.GuardOptions{SampleRate: 8})
 	c, err := a.NewCache()
 	must(t, err)

@@ -153,6 +153,7 @@ func TestReallocOfHeldObjectRefused(t *testing.T) {
 // them: the class's Frees count them, and the superblock has no local free
 // left unpublished. Slip: it relists without folding (pinnedpublishnofold).
 func TestFrontPinnedPublishFolds(t *testing.T) {
+	needClassCounters(t)
 	if portable {
 		t.Skip("no per-P caches: a call's shard depends on its stack") // a stack moved by growth or GC splits the frees over two shards
 	}

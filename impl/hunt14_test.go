@@ -62,6 +62,7 @@ func TestFrontFreeOnePastReservation(t *testing.T) {
 // not published (heldcollectnopub), and object 1's free is lost to
 // Stats for good.
 func TestHeldGroupCollectPublishes(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()

@@ -18,6 +18,7 @@ import (
 // capacity is nothing to free. Slip: Free tests len(b) == 0 instead of
 // cap(b) == 0 (per-P front, or the portable one), and leaks the object.
 func TestFrontFreesEmptySlice(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()

@@ -247,6 +247,7 @@ func TestCloseReportsLeaks(t *testing.T) {
 
 // TestStatsLagBatch (STATS-LAG): local frees are published every PublishBatch.
 func TestStatsLagBatch(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
@@ -282,6 +283,7 @@ func TestStatsLagBatch(t *testing.T) {
 // TestStatsManyRefills (STATS-LEAD, STATS-EXACT): the counters are full width;
 // 100 000 allocations of one class, credited 32 at a time at refill, stay exact.
 func TestStatsManyRefills(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()

@@ -174,6 +174,7 @@ func TestSparseOrphanServesAtOOM(t *testing.T) {
 // orphanFull publishes them but leaves the limit counting from before, and
 // every acquire restarts the count (orphanfulllimit).
 func TestOrphanFullKeepsUnpublishedFrees(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 32 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()

@@ -76,6 +76,7 @@ func TestPanickingReportKeepsCollectedFrees(t *testing.T) {
 // panics after its collection, publication and drain are whole. Slip:
 // reportatonce (OnError called where the double free is found).
 func TestPanickingReportLeavesCollectionWhole(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
 	must(t, err)
 	c, _ := a.NewCache()

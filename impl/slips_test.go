@@ -73,6 +73,7 @@ func TestFrontInteriorFree(t *testing.T) {
 // still gets its row, as does one with frees published. Slip: String skips a
 // class when either counter is 0.
 func TestStatsStringShowsEveryActiveClass(t *testing.T) {
+	needClassCounters(t)
 	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()

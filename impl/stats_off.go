@@ -2,4 +2,5 @@
 
 package impl
 
-const statsEnabled = false
+// ClassCounters: see stats_on.go.
+const ClassCounters = false

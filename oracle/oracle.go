@@ -350,6 +350,10 @@ type StatsView struct {
 	Large                     Counts
 	LargeLiveBytes            uint64
 	DoubleFrees, InvalidFrees uint64
+	// Uncounted says the build compiled the class counters out (refalloc's
+	// refalloc_nostats measurement build): Allocs and Frees must then read 0,
+	// and say nothing of the true counts.
+	Uncounted bool
 }
 
 // CheckStats relates published statistics to the true counters. caches is the
@@ -364,6 +368,13 @@ func (m *Model) CheckStats(s StatsView, caches int, flushed bool) []*Violation {
 	}
 	for k := range classes {
 		t := m.counts[k]
+		if s.Uncounted {
+			if s.Allocs[k] != 0 || s.Frees[k] != 0 {
+				vs = append(vs, violation(spec.RuleStatsLead, "class %d: Allocs %d Frees %d in a build without class counters, want 0 and 0",
+					k, s.Allocs[k], s.Frees[k]))
+			}
+			continue
+		}
 		// STATS-LEAD: ahead by what the caches hold, never behind, never more
 		// than a superblock's worth per cache.
 		if s.Allocs[k] < t.Allocs || s.Allocs[k]-t.Allocs > uint64(caches*spec.ClassObjects(k)) {

@@ -102,6 +102,40 @@ func TestCheckStats(t *testing.T) {
 	}
 }
 
+// TestCheckStatsUncounted (STATS-LEAD): in a build without class counters
+// (Uncounted) every class's Allocs and Frees must read 0, whatever the true
+// counts and flushed or not; a count in any class, the last included, is
+// refused, and the large objects' counts are still judged.
+func TestCheckStatsUncounted(t *testing.T) {
+	m := oracle.New(base, size)
+	m.OpenCache(0)
+	must(t, m.Alloc(0, 100, 1, base, 100, 112, oracle.OK))
+	must(t, m.Alloc(0, 200, 1, base+spec.SuperblockSize, 200, 208, oracle.OK))
+	must(t, m.Free(0, base, oracle.OK))
+	for _, flushed := range []bool{false, true} {
+		if vs := m.CheckStats(oracle.StatsView{Uncounted: true}, 1, flushed); len(vs) != 0 {
+			t.Errorf("zero counters, flushed %v: %v", flushed, vs)
+		}
+		for k := range spec.NumClasses {
+			for _, field := range []string{"Allocs", "Frees"} {
+				s := oracle.StatsView{Uncounted: true}
+				if field == "Allocs" {
+					s.Allocs[k] = 1
+				} else {
+					s.Frees[k] = 1
+				}
+				if vs := m.CheckStats(s, 1, flushed); len(vs) != 1 || vs[0].Rule != spec.RuleStatsLead {
+					t.Errorf("class %d, %s 1, flushed %v: %v, want one %s", k, field, flushed, vs, spec.RuleStatsLead)
+				}
+			}
+		}
+	}
+	s := oracle.StatsView{Uncounted: true, Large: oracle.Counts{Allocs: 1}}
+	if vs := m.CheckStats(s, 1, false); len(vs) != 1 || vs[0].Rule != spec.RuleLargeExact {
+		t.Errorf("a large allocation never made: %v, want one %s", vs, spec.RuleLargeExact)
+	}
+}
+
 // The model accepts an allocator's choices and predicts the rest.
 func Example() {
 	m := oracle.New(1<<30, 1<<20)

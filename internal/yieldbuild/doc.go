@@ -7,5 +7,9 @@
 // README's command and be seen only by CI's separate refalloc_yield step.
 // Its other test does the same for the refalloc_check build's own tests
 // (impl/check_on_test.go: the check build's assertions must fire), since no
-// other build compiles impl/check_on.go.
+// other build compiles impl/check_on.go. Two more run whole suites in the
+// builds no other step of the README's command compiles: refalloc_portable
+// (impl's and invariants', the front without per-P caches) and
+// refalloc_nostats (impl's, invariants' and fuzz's, the class counters
+// compiled out).
 package yieldbuild
