@@ -402,6 +402,7 @@ var (
 	ProcsGomaxprocsOnly     = on("procsgomaxprocsonly")
 	ShardHomeKept           = on("shardhomekept")
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
+	PortableNoEnter         = on("portablenoenter")
 )
 
 var remoteFrees atomic.Uint64

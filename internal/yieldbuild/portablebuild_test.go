@@ -17,6 +17,10 @@ import (
 // slip in it (a shard not entered, an alignment dropped, a free of a zero-cap
 // slice passed on) would pass the README's command and be seen only by CI's
 // separate refalloc_portable step. A mutant switched on stays on in there.
+// It builds with refalloc_check too, which only adds assertions: that is
+// what sees a shard's cache used without its FRONT-EXCLUSIVE bracket (an
+// enter dropped leaves exit's count below zero), which CI's plain portable
+// step cannot.
 func TestPortableBuild(t *testing.T) {
 	// The tag must still be the one that compiles that front in.
 	f, err := parser.ParseFile(token.NewFileSet(), "../../impl/front_portable.go", nil, parser.ParseComments|parser.PackageClauseOnly)
@@ -26,5 +30,5 @@ func TestPortableBuild(t *testing.T) {
 	if !needsTag(t, f, "refalloc_portable") {
 		t.Fatal("impl/front_portable.go is not compiled by the refalloc_portable tag alone: this runner builds the wrong front")
 	}
-	runIn(t, "refalloc_portable", nil, []string{"../../impl", "../../invariants"})
+	runIn(t, "refalloc_portable refalloc_check", nil, []string{"../../impl", "../../invariants"})
 }
