@@ -10,6 +10,5 @@
 // other build compiles impl/check_on.go. Two more run whole suites in the
 // builds no other step of the README's command compiles: refalloc_portable
 // (impl's and invariants', the front without per-P caches) and
-// refalloc_nostats (impl's, invariants' and fuzz's, the class counters
-// compiled out).
+// refalloc_nostats (impl's and fuzz's, the class counters compiled out).
 package yieldbuild

@@ -1,7 +1,6 @@
-// The nostats build is a measurement build of its own: the other builds' CI
-// steps do not combine with it, so this runs from each of them but the race
-// run (where the suites it starts would run without the detector anyway).
-//go:build !race && !refalloc_nostats
+// As TestPortableBuild: from the README's command, and from the yield build
+// cmd/mutants uses (CI's other steps would run it again for nothing).
+//go:build !race && !refalloc_check && !refalloc_portable && !refalloc_nostats
 
 package yieldbuild
 
@@ -11,13 +10,16 @@ import (
 	"testing"
 )
 
-// TestNoStatsBuild runs impl's, invariants' and fuzz's suites in the
+// TestNoStatsBuild runs impl's and fuzz's suites in the
 // refalloc_nostats build, which compiles the class counters out
 // (impl.ClassCounters false) for allocbench's cost of the counters. It is a
 // documented build tag, so a program may ship with it: everything but those
 // counters must hold there as in the default build, and the model holds them
 // to 0 (oracle.StatsView's Uncounted). The tests of the counters themselves
-// skip there (needClassCounters).
+// skip there (needClassCounters). impl's tests check every step through
+// invariants' harness, so the model's side of that build is run too; the
+// rapid machines are not run again (30 s more on CI's budget, for the same
+// checks).
 func TestNoStatsBuild(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "../../impl/stats_off.go", nil, parser.ParseComments|parser.PackageClauseOnly)
 	if err != nil {
@@ -26,5 +28,5 @@ func TestNoStatsBuild(t *testing.T) {
 	if !needsTag(t, f, "refalloc_nostats") {
 		t.Fatal("impl/stats_off.go is not compiled by the refalloc_nostats tag alone: this runner builds the counted build")
 	}
-	runIn(t, "refalloc_nostats", nil, []string{"../../impl", "../../invariants", "../../fuzz"})
+	runIn(t, "refalloc_nostats", nil, []string{"../../impl", "../../fuzz"})
 }
