@@ -4,11 +4,7 @@
 
 package yieldbuild
 
-import (
-	"go/parser"
-	"go/token"
-	"testing"
-)
+import "testing"
 
 // TestNoStatsBuild runs impl's and fuzz's suites in the
 // refalloc_nostats build, which compiles the class counters out
@@ -21,12 +17,5 @@ import (
 // rapid machines are not run again (30 s more on CI's budget, for the same
 // checks).
 func TestNoStatsBuild(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../impl/stats_off.go", nil, parser.ParseComments|parser.PackageClauseOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !needsTag(t, f, "refalloc_nostats") {
-		t.Fatal("impl/stats_off.go is not compiled by the refalloc_nostats tag alone: this runner builds the counted build")
-	}
-	runIn(t, "refalloc_nostats", nil, []string{"../../impl", "../../fuzz"})
+	runSuites(t, "impl/stats_off.go", "refalloc_nostats", "refalloc_nostats", "impl", "fuzz")
 }

@@ -5,11 +5,7 @@
 
 package yieldbuild
 
-import (
-	"go/parser"
-	"go/token"
-	"testing"
-)
+import "testing"
 
 // TestPortableBuild runs impl's and invariants' whole suites in the
 // refalloc_portable build, the front without per-P caches (impl/front_portable.go).
@@ -22,13 +18,5 @@ import (
 // enter dropped leaves exit's count below zero), which CI's plain portable
 // step cannot.
 func TestPortableBuild(t *testing.T) {
-	// The tag must still be the one that compiles that front in.
-	f, err := parser.ParseFile(token.NewFileSet(), "../../impl/front_portable.go", nil, parser.ParseComments|parser.PackageClauseOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !needsTag(t, f, "refalloc_portable") {
-		t.Fatal("impl/front_portable.go is not compiled by the refalloc_portable tag alone: this runner builds the wrong front")
-	}
-	runIn(t, "refalloc_portable refalloc_check", nil, []string{"../../impl", "../../invariants"})
+	runSuites(t, "impl/front_portable.go", "refalloc_portable", "refalloc_portable refalloc_check", "impl", "invariants")
 }

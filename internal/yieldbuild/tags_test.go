@@ -1,6 +1,7 @@
 // The helpers of the runners of the other builds: the yield build's
-// (TestYieldBuild), the check build's (TestCheckBuild) and the portable
-// front's (TestPortableBuild).
+// (TestYieldBuild), the check build's (TestCheckBuild), the portable
+// front's (TestPortableBuild) and the build without class counters
+// (TestNoStatsBuild).
 //go:build !race && !refalloc_check && !refalloc_portable
 
 package yieldbuild
@@ -91,6 +92,23 @@ func needsTag(t *testing.T, f *ast.File, tag string) bool {
 		}
 	}
 	return false
+}
+
+// runSuites runs pkgs' whole suites in the build tags, once it has seen that
+// file (relative to the module's root) is compiled by tag alone: a renamed
+// tag would otherwise run the default build's suites under the runner's name.
+func runSuites(t *testing.T, file, tag, tags string, pkgs ...string) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../../"+file, nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !needsTag(t, f, tag) {
+		t.Fatalf("%s is not compiled by the %s tag alone: this runner builds the default build", file, tag)
+	}
+	for i, pkg := range pkgs {
+		pkgs[i] = "../../" + pkg
+	}
+	runIn(t, tags, nil, pkgs)
 }
 
 // runIn runs the named tests of pkgs (all of them if names is nil) with go
