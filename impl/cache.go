@@ -489,12 +489,19 @@ func (c *Cache) freeRead(off uintptr) error {
 			// refuses it, from the entry filled below: so the owner is asked
 			// first, and a miss into one does not pay for the divisions.)
 			size := uint32(spec.ClassSize(int(k)))
-			if rel := uint32(off) & (spec.SuperblockSize - 1); sb.owner.Load() == nil && !mutant.InvalidAdopts && (rel%size != 0 || rel/size >= uint32(spec.ClassObjects(int(k)))) {
+			rel := uint32(off) & (spec.SuperblockSize - 1)
+			slot := rel%size == 0 && rel/size < uint32(spec.ClassObjects(int(k)))
+			if sb.owner.Load() == nil && !mutant.InvalidAdopts && !slot {
 				c.fillEntry(c.way(i), i, sb, rs, gen, k) // not mine: c owns no orphan
 				c.countMiss()
 				return c.reject(errInvalid(addr, int(k)))
 			}
-			if c.adoptOnFree(sb) && !mutant.AdoptStale {
+			yield(YieldFreeSlot)
+			// FREE-INVALID: only a slot start adopts. The owner was loaded
+			// above, and may have closed since: an address that is not a slot
+			// start must not adopt the orphan it became (the owned path below
+			// refuses it, changing nothing).
+			if (slot || mutant.InvalidAdopts) && c.adoptOnFree(sb) && !mutant.AdoptStale {
 				continue
 			}
 			e := c.way(i)

@@ -12,6 +12,7 @@ import "sync"
 const (
 	YieldFreeHeader     = "free.header"     // freeMiss read the header, before acting on it
 	YieldFreeRemoteSet  = "free.rs"         // freeMiss (or fillPinned) read the remote set, before the header
+	YieldFreeSlot       = "free.slot"       // freeMiss judged the address against the header's layout (an orphan's bad slot refused), before adoptOnFree reads the owner again
 	YieldAdoptLock      = "adopt.lock"      // adoptOnFree saw no owner, before taking a.mu
 	YieldAdoptCollect   = "adopt.collect"   // adoptOnFree adopted, before collecting
 	YieldRemoteTag      = "remote.tag"      // freeRemote read the remote word, before the CAS
