@@ -501,7 +501,7 @@ func (c *Cache) freeRead(off uintptr) error {
 			// above, and may have closed since: an address that is not a slot
 			// start must not adopt the orphan it became (the owned path below
 			// refuses it, changing nothing).
-			if (slot || mutant.InvalidAdopts) && c.adoptOnFree(sb) && !mutant.AdoptStale {
+			if (slot || mutant.InvalidAdopts || mutant.InvalidSlotRacingAdopts) && c.adoptOnFree(sb, gen, rs) && !mutant.AdoptStale {
 				continue
 			}
 			e := c.way(i)
@@ -949,14 +949,17 @@ func (c *Cache) fileCurrent(k int) {
 // the ones after it are local: a goroutine that takes over another's objects
 // (larson's successors) takes over their superblocks as it frees into them,
 // instead of freeing into orphans remotely until a refill happens to adopt
-// them. It reports whether it adopted.
-func (c *Cache) adoptOnFree(sb *superblock) bool {
+// them. It adopts only the period gen, rs of sb that the caller read and
+// judged the address in (FREE-INVALID: a free the header of a later period
+// refuses must not adopt that period's orphan first). It reports whether the
+// caller must read the header again: it adopted, or sb's period ended.
+func (c *Cache) adoptOnFree(sb *superblock, gen uint32, rs *remoteSet) bool {
 	if sb.owner.Load() != nil {
 		return false
 	}
 	yield(YieldAdoptLock)
-	if !c.a.adopt(c, sb) {
-		return false
+	if ok, stale := c.a.adopt(c, sb, gen, rs); !ok {
+		return stale
 	}
 	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
 	yield(YieldAdoptCollect)
@@ -964,20 +967,28 @@ func (c *Cache) adoptOnFree(sb *superblock) bool {
 	return true
 }
 
-// adopt makes c the owner of sb if sb is still an orphan.
-func (a *Allocator) adopt(c *Cache, sb *superblock) bool {
+// adopt makes c the owner of sb if sb is still an orphan in the period gen,
+// rs; stale: it is an orphan of a later period.
+func (a *Allocator) adopt(c *Cache, sb *superblock, gen uint32, rs *remoteSet) (ok, stale bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	// Owner first: only under a.mu does it leave nil, and while it is nil the
 	// list field is a.mu's; once it is not, list is its owner's, not ours to read.
 	if sb.owner.Load() != nil || sb.list != listOrphan { // adopted meanwhile, or pooled
-		return false
+		return false, false
+	}
+	// FREE-INVALID, CACHE-COHERENT: released and carved again since the
+	// caller read the header (a reused remote set looks the same): not the
+	// orphan the caller judged the address in. An orphan's period ends only
+	// under a.mu, so this one is final while we hold it.
+	if g, _, _ := unpackMeta(sb.meta.Load()); (g != gen || sb.remote.Load() != rs) && !mutant.AdoptAnyPeriod {
+		return false, true
 	}
 	a.unlinkOrphan(sb)
 	a.counts.orphaned--
 	sb.ownerFreed = !mutant.AdoptNotOwnerFreed // it adopts by freeing into it
 	sb.owner.Store(c)
-	return true
+	return true, false
 }
 
 // drainOrphans collects the remote frees that landed in orphans.

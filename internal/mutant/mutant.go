@@ -401,4 +401,6 @@ var All = []Mutant{
 	{"shardhomekept", "FRONT-EXCLUSIVE", "Allocator.Alloc", "a call that finds its home shard busy and takes the next free one does not make that one the bucket's home: goroutines that run at the same time keep meeting on one home shard and spill on every call"},
 	{"orphanallnocurrent", "LIFECYCLE", "Cache.Close", "Close orphans each class's partial and full superblocks but not its current one, which stays owned by the closed cache: a remote free into it finds the sealed notification stack with the owner still set"},
 	{"portablenoenter", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the portable front (refalloc_portable) locks a shard but does not enter its cache: the FRONT-EXCLUSIVE bracket of refalloc_check builds is left open on one side, so two calls on one cache would go unseen"},
+	{"invalidslotracingadopts", "FREE-INVALID", "Cache.Free", "a free of an address that is not a slot start in the orphan's layout, whose owner closed after freeMiss tested it, adopts the orphan before it is refused (review13)"},
+	{"adoptanyperiod", "FREE-INVALID", "Cache.Free", "a free adopts whatever orphan its superblock is by then, also one of a later period whose layout refuses the address (review13)"},
 }

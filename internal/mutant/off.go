@@ -280,6 +280,8 @@ const (
 	StatsAllocsFirst        = false
 	GuardCreditLate         = false
 	InvalidAdopts           = false
+	InvalidSlotRacingAdopts = false
+	AdoptAnyPeriod          = false
 	RerouteNotifiedKept     = false
 	CollectHeldAnySB        = false
 	PendingBeyond           = false

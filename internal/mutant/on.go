@@ -297,6 +297,8 @@ var (
 	StatsAllocsFirst        = on("statsallocsfirst")
 	GuardCreditLate         = on("guardcreditlate")
 	InvalidAdopts           = on("invalidadopts")
+	InvalidSlotRacingAdopts = on("invalidslotracingadopts")
+	AdoptAnyPeriod          = on("adoptanyperiod")
 	RerouteNotifiedKept     = on("reroutenotifiedkept")
 	CollectHeldAnySB        = on("collectheldanysb")
 	PendingBeyond           = on("pendingbeyond")
