@@ -74,8 +74,11 @@ var _ [unsafe.Sizeof(sbEntry{}) - 64]byte
 // fillEntry loads e from the authoritative header of superblock i: rs, then
 // the meta (gen, stateSmall, k), then rs again, all read by the caller. The
 // remote set is replaced only when a small period starts (ensureRemote), before
-// the meta is stored, and a set is never reused, so an unchanged rs around the
-// meta is that period's set: the entry's tag and words belong to one period.
+// the meta is stored, and a set once replaced is never used again, so an
+// unchanged rs around the meta is that period's set: the entry's tag and words
+// belong to one period. A set that is big enough is kept for the next period
+// (restamped), so an unchanged rs does not mean an unchanged period: gen says
+// which (adopt compares both).
 func (c *Cache) fillEntry(e *sbEntry, i uintptr, sb *superblock, rs *remoteSet, gen uint32, k uint8) {
 	key := i << 1
 	if sb.owner.Load() == c || mutant.RemoteIntoLocal {
