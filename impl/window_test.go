@@ -78,8 +78,9 @@ func settleStale(t *testing.T, h *invariants.Harness, x uintptr, err error) {
 // TestAdoptionRacesReuse (CACHE-COHERENT, FREE-DOUBLE, NO-OVERLAP): a stale free
 // reads an orphan's header, then, before it adopts the superblock, the orphan
 // is adopted by another cache, emptied, released, carved for another class and
-// orphaned again. The free adopts the new period: it must judge the address by
-// the new layout, not by the header it read before. (The bug: it applied the
+// orphaned again. The free must judge the address by the new layout, not by
+// the header it read before (and, since review13, it does not adopt the new
+// period at all: TestStaleFreeAdoptsOnlyItsPeriod). (The bug: it applied the
 // old class's index to the new bitmap and freed a live object.)
 func TestAdoptionRacesReuse(t *testing.T) {
 	h, ids := harness(t, impl.Options{Reserve: 4 * spec.SuperblockSize}, 3)
