@@ -402,6 +402,7 @@ var (
 	ProcsGomaxprocsOnly     = on("procsgomaxprocsonly")
 	ShardHomeKept           = on("shardhomekept")
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
+	RerouteUnseals          = on("reroutesunseals")
 )
 
 var remoteFrees atomic.Uint64
