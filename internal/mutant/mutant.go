@@ -403,4 +403,5 @@ var All = []Mutant{
 	{"portablenoenter", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the portable front (refalloc_portable) locks a shard but does not enter its cache: the FRONT-EXCLUSIVE bracket of refalloc_check builds is left open on one side, so two calls on one cache would go unseen"},
 	{"invalidslotracingadopts", "FREE-INVALID", "Cache.Free", "a free of an address that is not a slot start in the orphan's layout, whose owner closed after freeMiss tested it, adopts the orphan before it is refused (review13)"},
 	{"adoptanyperiod", "FREE-INVALID", "Cache.Free", "a free adopts whatever orphan its superblock is by then, also one of a later period whose layout refuses the address (review13)"},
+	{"reroutesunseals", "LIFECYCLE", "Cache.Close", "reroute does not stop at a sealed stack (closedStack): called by a notify whose owner closed between its push and reroute's load, it swaps the seal for nil, and a later push by a notify that read the closed owner lands on a stack nothing drains: the superblock stays marked notified and its remote frees pending for good"},
 }

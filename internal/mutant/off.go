@@ -388,6 +388,7 @@ const (
 	ShardHomeKept           = false
 	OrphanAllNoCurrent      = false
 	PortableNoEnter         = false
+	RerouteUnseals          = false
 )
 
 func Drop() bool { return false }

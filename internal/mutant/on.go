@@ -405,6 +405,7 @@ var (
 	ShardHomeKept           = on("shardhomekept")
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
 	PortableNoEnter         = on("portablenoenter")
+	RerouteUnseals          = on("reroutesunseals")
 )
 
 var remoteFrees atomic.Uint64
