@@ -400,4 +400,5 @@ var All = []Mutant{
 	{"procsgomaxprocsonly", "FRONT-EXCLUSIVE", "Allocator.Alloc", "the per-P caches are made at New for GOMAXPROCS Ps, not max(GOMAXPROCS, NumCPU): a program that lowers GOMAXPROCS before New and raises it later finds no cache on the Ps past it, and every call there locks a shard"},
 	{"shardhomekept", "FRONT-EXCLUSIVE", "Allocator.Alloc", "a call that finds its home shard busy and takes the next free one does not make that one the bucket's home: goroutines that run at the same time keep meeting on one home shard and spill on every call"},
 	{"orphanallnocurrent", "LIFECYCLE", "Cache.Close", "Close orphans each class's partial and full superblocks but not its current one, which stays owned by the closed cache: a remote free into it finds the sealed notification stack with the owner still set"},
+	{"conservecurrentclass", "CONSERVE", "invariants.Check", "invariants: conserve checks that a cache's current superblock of class k is its own and marked current, but not that it is of class k: a cache whose current of one class is a superblock of another passes"},
 }

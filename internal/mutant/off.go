@@ -385,6 +385,7 @@ const (
 	ProcsGomaxprocsOnly     = false
 	ShardHomeKept           = false
 	OrphanAllNoCurrent      = false
+	ConserveCurrentClass    = false
 )
 
 func Drop() bool { return false }

@@ -402,6 +402,7 @@ var (
 	ProcsGomaxprocsOnly     = on("procsgomaxprocsonly")
 	ShardHomeKept           = on("shardhomekept")
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
+	ConserveCurrentClass    = on("conservecurrentclass")
 )
 
 var remoteFrees atomic.Uint64
