@@ -726,7 +726,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 				pending += bits.OnesCount32(sb.Pending[g])
 			}
 			switch free := sb.NFree + sb.LocalFreed; {
-			case pending > 0:
+			case pending > 0 && !mutant.OOMOwnPending:
 				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d remote frees pending in its superblock %d (class %d, %s, %d of %d free)",
 					n, align, id, pending, sb.Index, sb.Class, sb.List, sb.NFree+sb.LocalFreed, sb.Objects))
 			case free == sb.Objects:

@@ -386,6 +386,7 @@ const (
 	ShardHomeKept           = false
 	OrphanAllNoCurrent      = false
 	ConserveCurrentClass    = false
+	OOMOwnPending           = false
 )
 
 func Drop() bool { return false }

@@ -403,6 +403,7 @@ var (
 	ShardHomeKept           = on("shardhomekept")
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
 	ConserveCurrentClass    = on("conservecurrentclass")
+	OOMOwnPending           = on("oomownpending")
 )
 
 var remoteFrees atomic.Uint64
