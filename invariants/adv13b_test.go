@@ -67,3 +67,41 @@ func TestOOMCatchesOwnSuperblockWithPendingFrees(t *testing.T) {
 		}
 	}
 }
+
+// TestConserveCatchesStackedButNotNotified (CONSERVE): a superblock on one
+// notification stack is marked notified, and one marked notified is on one
+// stack. The break puts an unmarked superblock on the orphans' stack, once.
+// Slip (mutant notifiedunstacked): conserve looks only at marked
+// superblocks (st.Notified && n != 1), so one stacked but unmarked passes.
+func TestConserveCatchesStackedButNotNotified(t *testing.T) {
+	h, _, _, k := fresh64(t)
+	firesEach(t, h, spec.RuleConserve, []aBreak{
+		{"on the orphans' stack, not notified", "notified false, on 1 notification stacks", func(s *impl.Snapshot) {
+			st := smallOf(t, s, k)
+			if st.Notified {
+				t.Fatal("the superblock is notified already")
+			}
+			s.OrphanNotify = append(s.OrphanNotify, st.Index)
+		}},
+	})
+}
+
+// TestLifecycleCatchesOrphanOnCachesStack (LIFECYCLE): a superblock with
+// remote frees pending that sits on a cache's notification stack must be that
+// cache's; an orphan there waits for a drain of a cache that may never drain
+// again. The break makes c's superblock an orphan with a free pending,
+// announced on d's stack. Slip (mutant stackorphanpending): the check skips
+// orphans (st.Owner >= 0), so an orphan on a cache's stack passes.
+func TestLifecycleCatchesOrphanOnCachesStack(t *testing.T) {
+	h, _, d, k := fresh64(t)
+	firesEach(t, h, spec.RuleLifecycle, []aBreak{
+		{"orphan with a pending free on d's stack", "is announced on the stack of cache", func(s *impl.Snapshot) {
+			st := smallOf(t, s, k)
+			st.Owner, st.Orphan = -1, true
+			st.Pending[1] |= 1 << 5
+			st.Notified = true
+			dc := cacheOf(t, s, d)
+			dc.Notify = append(dc.Notify, st.Index)
+		}},
+	})
+}

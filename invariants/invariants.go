@@ -301,13 +301,13 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 	}
 	for _, c := range s.Caches {
 		for _, i := range c.Notify {
-			if st := bySB[i]; st != nil && st.Owner != c.ID && hasPending(st) {
+			if st := bySB[i]; st != nil && st.Owner != c.ID && !(mutant.StackOrphanPending && st.Owner < 0) && hasPending(st) {
 				vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (owner %d) has remote frees pending and is announced on the stack of cache %d, which is not its owner", i, st.Owner, c.ID))
 			}
 		}
 	}
 	for _, st := range s.Superblocks {
-		if n := stacks[st.Index]; st.Notified != (n == 1) || n > 1 {
+		if n := stacks[st.Index]; st.Notified != (n == 1) && !(mutant.NotifiedUnstacked && !st.Notified) || n > 1 {
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks", st.Index, st.Notified, n))
 		}
 	}

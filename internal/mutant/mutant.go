@@ -402,4 +402,6 @@ var All = []Mutant{
 	{"orphanallnocurrent", "LIFECYCLE", "Cache.Close", "Close orphans each class's partial and full superblocks but not its current one, which stays owned by the closed cache: a remote free into it finds the sealed notification stack with the owner still set"},
 	{"conservecurrentclass", "CONSERVE", "invariants.Check", "invariants: conserve checks that a cache's current superblock of class k is its own and marked current, but not that it is of class k: a cache whose current of one class is a superblock of another passes"},
 	{"oomownpending", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check's walk of the cache's own superblocks skips the pending test: an OOM while the cache has remote frees not collected in a superblock it owns (of any class) passes"},
+	{"notifiedunstacked", "CONSERVE", "invariants.Check", "invariants: conserve checks that a superblock marked notified is on exactly one notification stack, but not that one on a stack is marked: a superblock announced on a stack and not marked notified passes"},
+	{"stackorphanpending", "LIFECYCLE", "invariants.Check", "invariants: the check that a superblock with remote frees pending on a cache's notification stack is that cache's skips orphans: an orphan announced on a former owner's stack, its frees waiting for a drain that may never come, passes"},
 }

@@ -387,6 +387,8 @@ const (
 	OrphanAllNoCurrent      = false
 	ConserveCurrentClass    = false
 	OOMOwnPending           = false
+	NotifiedUnstacked       = false
+	StackOrphanPending      = false
 )
 
 func Drop() bool { return false }

@@ -404,6 +404,8 @@ var (
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
 	ConserveCurrentClass    = on("conservecurrentclass")
 	OOMOwnPending           = on("oomownpending")
+	NotifiedUnstacked       = on("notifiedunstacked")
+	StackOrphanPending      = on("stackorphanpending")
 )
 
 var remoteFrees atomic.Uint64
