@@ -215,7 +215,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 	for _, c := range s.Caches {
 		open[c.ID] = true
 		for k, cur := range c.Current {
-			if sb, ok := sbs[cur]; cur >= 0 && (!ok || sb.Owner != c.ID || sb.Class != k || !sb.Current) {
+			if sb, ok := sbs[cur]; cur >= 0 && (!ok || sb.Owner != c.ID || sb.Class != k && !mutant.ConserveCurrentClass || !sb.Current) {
 				vs = append(vs, violation(spec.RuleConserve, "cache %d: current superblock %d of class %d is not its own", c.ID, cur, k))
 			}
 		}
@@ -302,13 +302,13 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 	}
 	for _, c := range s.Caches {
 		for _, i := range c.Notify {
-			if st := bySB[i]; st != nil && st.Owner != c.ID && hasPending(st) {
+			if st := bySB[i]; st != nil && st.Owner != c.ID && !(mutant.StackOrphanPending && st.Owner < 0) && hasPending(st) {
 				vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (owner %d) has remote frees pending and is announced on the stack of cache %d, which is not its owner", i, st.Owner, c.ID))
 			}
 		}
 	}
 	for _, st := range s.Superblocks {
-		if n := stacks[st.Index]; st.Notified != (n == 1) || n > 1 {
+		if n := stacks[st.Index]; st.Notified != (n == 1) && !(mutant.NotifiedUnstacked && !st.Notified) || n > 1 {
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks", st.Index, st.Notified, n))
 		}
 	}
@@ -733,7 +733,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 				pending += bits.OnesCount32(sb.Pending[g])
 			}
 			switch free := sb.NFree + sb.LocalFreed; {
-			case pending > 0:
+			case pending > 0 && !mutant.OOMOwnPending:
 				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d remote frees pending in its superblock %d (class %d, %s, %d of %d free)",
 					n, align, id, pending, sb.Index, sb.Class, sb.List, sb.NFree+sb.LocalFreed, sb.Objects))
 			case free == sb.Objects:

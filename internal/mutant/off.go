@@ -389,6 +389,10 @@ const (
 	OrphanAllNoCurrent      = false
 	PortableNoEnter         = false
 	RerouteUnseals          = false
+	ConserveCurrentClass    = false
+	OOMOwnPending           = false
+	NotifiedUnstacked       = false
+	StackOrphanPending      = false
 )
 
 func Drop() bool { return false }

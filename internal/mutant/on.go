@@ -406,6 +406,10 @@ var (
 	OrphanAllNoCurrent      = on("orphanallnocurrent")
 	PortableNoEnter         = on("portablenoenter")
 	RerouteUnseals          = on("reroutesunseals")
+	ConserveCurrentClass    = on("conservecurrentclass")
+	OOMOwnPending           = on("oomownpending")
+	NotifiedUnstacked       = on("notifiedunstacked")
+	StackOrphanPending      = on("stackorphanpending")
 )
 
 var remoteFrees atomic.Uint64
