@@ -35,7 +35,7 @@ var All = []Mutant{
 	{"nodoublefreecheck", "FREE-DOUBLE", "Cache.Free", "the owner's double-free check on the free fast path is skipped"},
 	{"nozero", "ZEROED", "Cache.Alloc", "a reused object is not zeroed"},
 	{"genwrap", "CACHE-COHERENT", "Cache.Free", "the generation wraps without retiring the remote set"},
-	{"adoptstale", "CACHE-COHERENT", "Cache.Free", "a free that adopts an orphan acts on the header it read before adopting"},
+	{"adoptstale", "CACHE-COHERENT", "Cache.Free", "a free that adopts an orphan acts on the header it read before adopting, and adopt takes the orphan whatever period it is in by then (since a917e3b the first alone is harmless: adopt refuses a later period, so the header read before is the adopted period's): a free that read one period adopts the next and frees into it by the old layout"},
 	{"poisonbeforetag", "DEBUG-POISON", "Options.Debug", "a remote free in debug mode poisons the object before its tagged CAS"},
 	{"oomnoflush", "OOM-REAL", "Cache.Alloc", "a small refill gives up without giving back what the cache holds"},
 	{"largeoomnoflush", "OOM-REAL", "Cache.Alloc", "a large allocation gives up without giving back what the cache holds"},
