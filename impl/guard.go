@@ -327,15 +327,30 @@ func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) er
 }
 
 // quarantine takes the freed guarded object whose m superblocks start at head
-// (class k, or spec.Large) out of reuse (GUARD-FAULT): its memory made
+// (class k, or spec.Large) out of reuse (GUARD-FAULT): the oldest objects
+// released first while the bounds would be exceeded, then its memory made
 // inaccessible and given back to the OS (or, when the backend cannot protect,
-// poisoned), the oldest objects released while the bounds would be exceeded.
-// It reports false, having done nothing, if the object is larger than the
-// bound or the protection failed: the caller pools it as usual. Under a.mu.
+// poisoned). It reports false, having done nothing to the object, if the
+// object is larger than the bound, the oldest object that had to make room
+// could not be released, or the protection failed: the caller pools it as
+// usual. Under a.mu.
 func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) bool {
 	g := &a.guard
 	if !g.on || m > g.maxSBs || mutant.QuarantineExactBound && m == g.maxSBs {
 		return false
+	}
+	// GUARD-FAULT: the quarantine is bounded. Room is made before the object
+	// is protected: when the oldest object cannot leave (the kernel refuses
+	// to make its memory accessible again) there is no room, and this one is
+	// pooled as one the kernel refuses to protect, rather than quarantined
+	// past the bound (TestQuarantineBoundedWhenReleaseFails).
+	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
+		if !a.evictOldest() {
+			if mutant.QuarantineOverBound { // the object quarantined past the bound
+				break
+			}
+			return false
+		}
 	}
 	p, n := a.sbAddr(head), uintptr(m)<<spec.SuperblockShift
 	if g.protects {
@@ -356,11 +371,6 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 		}
 	} else {
 		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))-uintptr(b2i(mutant.QuarPoisonShort))))
-	}
-	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
-		if !a.evictOldest() {
-			break
-		}
 	}
 	mark := uint8(largeMark)
 	if k != spec.Large {

@@ -69,6 +69,7 @@ const (
 	LargeGrowTaken          = false
 	GuardNoProtect          = false
 	QuarantineUnbounded     = false
+	QuarantineOverBound     = false
 	FrontNoToken            = false
 	TokenLeak               = false
 	FlushNoWait             = false

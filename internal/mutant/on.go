@@ -86,6 +86,7 @@ var (
 	LargeGrowTaken          = on("largegrowtaken")
 	GuardNoProtect          = on("guardnoprotect")
 	QuarantineUnbounded     = on("quarantineunbounded")
+	QuarantineOverBound     = on("quarantineoverbound")
 	FrontNoToken            = on("frontnotoken")
 	TokenLeak               = on("tokenleak")
 	FlushNoWait             = on("flushnowait")
