@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -382,17 +383,31 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 	return true
 }
 
-// evictOldest releases the oldest object of the quarantine to the pool: its
-// memory made accessible again (fresh: it was decommitted) or, without
-// protection, its poison verified (a write after free is reported). It
-// reports false if the quarantine is empty or the protection could not be
-// restored (the object then stays). Under a.mu.
+// evictOldest releases the oldest object of the quarantine that can be
+// released to the pool: its memory made accessible again (fresh: it was
+// decommitted) or, without protection, its poison verified (a write after
+// free is reported). An object whose access the kernel refuses to restore
+// stays, and the next oldest goes instead: one stuck object must not stop the
+// quarantine from making room, nor the allocations that need its memory
+// (GUARD-FAULT, OOM-REAL). It reports false if no object could be released.
+// Under a.mu.
 func (a *Allocator) evictOldest() bool {
-	g := &a.guard
-	if len(a.quar.q) == 0 {
-		return false
+	for i := range a.quar.q {
+		if a.evict(i) {
+			return true
+		}
+		if mutant.EvictStuckOldest {
+			return false
+		}
 	}
-	e := a.quar.q[0]
+	return false
+}
+
+// evict releases object i of the quarantine, as evictOldest says, or
+// reports false if its access cannot be restored (it then stays). Under a.mu.
+func (a *Allocator) evict(i int) bool {
+	g := &a.guard
+	e := a.quar.q[i]
 	p, n := unsafe.Add(a.start, uintptr(e.idx)<<spec.SuperblockShift), uintptr(e.n)<<spec.SuperblockShift
 	dirty := 0
 	for j := e.idx; j < e.idx+e.n; j++ {
@@ -415,8 +430,12 @@ func (a *Allocator) evictOldest() bool {
 		gen, _, mark := unpackMeta(sb.meta.Load())
 		sb.meta.Store(packMeta(gen, statePool, mark))
 	}
-	a.quar.q[0] = quarantined{}
-	a.quar.q = a.quar.q[1:]
+	if i == 0 {
+		a.quar.q[0] = quarantined{}
+		a.quar.q = a.quar.q[1:]
+	} else {
+		a.quar.q = slices.Delete(a.quar.q, i, i+1)
+	}
 	a.quar.qsbs -= e.n
 	a.quar.recent[a.quar.nrecent%recentLen] = e
 	a.quar.nrecent++

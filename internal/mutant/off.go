@@ -70,6 +70,7 @@ const (
 	GuardNoProtect          = false
 	QuarantineUnbounded     = false
 	QuarantineOverBound     = false
+	EvictStuckOldest        = false
 	FrontNoToken            = false
 	TokenLeak               = false
 	FlushNoWait             = false

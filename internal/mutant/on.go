@@ -87,6 +87,7 @@ var (
 	GuardNoProtect          = on("guardnoprotect")
 	QuarantineUnbounded     = on("quarantineunbounded")
 	QuarantineOverBound     = on("quarantineoverbound")
+	EvictStuckOldest        = on("evictstuckoldest")
 	FrontNoToken            = on("frontnotoken")
 	TokenLeak               = on("tokenleak")
 	FlushNoWait             = on("flushnowait")
