@@ -170,3 +170,33 @@ func HoldCentralLock(a *Allocator) (unlock func()) {
 	a.mu.Lock()
 	return a.mu.Unlock
 }
+
+// RefuseRestore makes a's backend refuse to make protected memory accessible
+// again, as the kernel may when restoring access splits a mapping past its
+// limit (vm.max_map_count), so that the tests reach a quarantine whose oldest
+// object cannot be released (GUARD-FAULT): for the superblocks of only's
+// object if only is not nil, else for any. Protecting still works. It returns
+// the function that gives the backend back.
+func RefuseRestore(a *Allocator, only []byte) (undo func()) {
+	a.lock()
+	defer a.mu.Unlock()
+	be := a.be
+	a.be = refusingRestore{be, unsafe.Pointer(unsafe.SliceData(only))}
+	return func() {
+		a.lock()
+		defer a.mu.Unlock()
+		a.be = be
+	}
+}
+
+type refusingRestore struct {
+	backend
+	only unsafe.Pointer
+}
+
+func (r refusingRestore) protect(p unsafe.Pointer, n uintptr, access bool) error {
+	if access && (r.only == nil || r.only == p) {
+		return errors.New("restore refused (test)")
+	}
+	return r.backend.protect(p, n, access)
+}

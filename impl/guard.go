@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -327,15 +328,30 @@ func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) er
 }
 
 // quarantine takes the freed guarded object whose m superblocks start at head
-// (class k, or spec.Large) out of reuse (GUARD-FAULT): its memory made
+// (class k, or spec.Large) out of reuse (GUARD-FAULT): the oldest objects
+// released first while the bounds would be exceeded, then its memory made
 // inaccessible and given back to the OS (or, when the backend cannot protect,
-// poisoned), the oldest objects released while the bounds would be exceeded.
-// It reports false, having done nothing, if the object is larger than the
-// bound or the protection failed: the caller pools it as usual. Under a.mu.
+// poisoned). It reports false, having done nothing to the object, if the
+// object is larger than the bound, the oldest object that had to make room
+// could not be released, or the protection failed: the caller pools it as
+// usual. Under a.mu.
 func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) bool {
 	g := &a.guard
 	if !g.on || m > g.maxSBs || mutant.QuarantineExactBound && m == g.maxSBs {
 		return false
+	}
+	// GUARD-FAULT: the quarantine is bounded. Room is made before the object
+	// is protected: when the oldest object cannot leave (the kernel refuses
+	// to make its memory accessible again) there is no room, and this one is
+	// pooled as one the kernel refuses to protect, rather than quarantined
+	// past the bound (TestQuarantineBoundedWhenReleaseFails).
+	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
+		if !a.evictOldest() {
+			if mutant.QuarantineOverBound { // the object quarantined past the bound
+				break
+			}
+			return false
+		}
 	}
 	p, n := a.sbAddr(head), uintptr(m)<<spec.SuperblockShift
 	if g.protects {
@@ -357,11 +373,6 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 	} else {
 		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))-uintptr(b2i(mutant.QuarPoisonShort))))
 	}
-	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
-		if !a.evictOldest() {
-			break
-		}
-	}
 	mark := uint8(largeMark)
 	if k != spec.Large {
 		mark = guardMark(k)
@@ -372,17 +383,31 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 	return true
 }
 
-// evictOldest releases the oldest object of the quarantine to the pool: its
-// memory made accessible again (fresh: it was decommitted) or, without
-// protection, its poison verified (a write after free is reported). It
-// reports false if the quarantine is empty or the protection could not be
-// restored (the object then stays). Under a.mu.
+// evictOldest releases the oldest object of the quarantine that can be
+// released to the pool: its memory made accessible again (fresh: it was
+// decommitted) or, without protection, its poison verified (a write after
+// free is reported). An object whose access the kernel refuses to restore
+// stays, and the next oldest goes instead: one stuck object must not stop the
+// quarantine from making room, nor the allocations that need its memory
+// (GUARD-FAULT, OOM-REAL). It reports false if no object could be released.
+// Under a.mu.
 func (a *Allocator) evictOldest() bool {
-	g := &a.guard
-	if len(a.quar.q) == 0 {
-		return false
+	for i := range a.quar.q {
+		if a.evict(i) {
+			return true
+		}
+		if mutant.EvictStuckOldest {
+			return false
+		}
 	}
-	e := a.quar.q[0]
+	return false
+}
+
+// evict releases object i of the quarantine, as evictOldest says, or
+// reports false if its access cannot be restored (it then stays). Under a.mu.
+func (a *Allocator) evict(i int) bool {
+	g := &a.guard
+	e := a.quar.q[i]
 	p, n := unsafe.Add(a.start, uintptr(e.idx)<<spec.SuperblockShift), uintptr(e.n)<<spec.SuperblockShift
 	dirty := 0
 	for j := e.idx; j < e.idx+e.n; j++ {
@@ -405,8 +430,12 @@ func (a *Allocator) evictOldest() bool {
 		gen, _, mark := unpackMeta(sb.meta.Load())
 		sb.meta.Store(packMeta(gen, statePool, mark))
 	}
-	a.quar.q[0] = quarantined{}
-	a.quar.q = a.quar.q[1:]
+	if i == 0 {
+		a.quar.q[0] = quarantined{}
+		a.quar.q = a.quar.q[1:]
+	} else {
+		a.quar.q = slices.Delete(a.quar.q, i, i+1)
+	}
 	a.quar.qsbs -= e.n
 	a.quar.recent[a.quar.nrecent%recentLen] = e
 	a.quar.nrecent++

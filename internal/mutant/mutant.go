@@ -408,4 +408,6 @@ var All = []Mutant{
 	{"oomownpending", "OOM-REAL", "invariants.CheckOOM", "the out-of-memory check's walk of the cache's own superblocks skips the pending test: an OOM while the cache has remote frees not collected in a superblock it owns (of any class) passes"},
 	{"notifiedunstacked", "CONSERVE", "invariants.Check", "invariants: conserve checks that a superblock marked notified is on exactly one notification stack, but not that one on a stack is marked: a superblock announced on a stack and not marked notified passes"},
 	{"stackorphanpending", "LIFECYCLE", "invariants.Check", "invariants: the check that a superblock with remote frees pending on a cache's notification stack is that cache's skips orphans: an orphan announced on a former owner's stack, its frees waiting for a drain that may never come, passes"},
+	{"quarantineoverbound", "GUARD-FAULT", "Options.Guard", "a guarded free whose room in the quarantine the oldest object cannot make (the kernel refuses to restore its access) is quarantined anyway, past the bound"},
+	{"evictstuckoldest", "GUARD-FAULT", "Options.Guard", "the quarantine releases only its oldest object: one whose access the kernel refuses to restore stops it from making room for any later free, and allocations from taking the younger objects' memory"},
 }

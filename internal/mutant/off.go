@@ -69,6 +69,8 @@ const (
 	LargeGrowTaken          = false
 	GuardNoProtect          = false
 	QuarantineUnbounded     = false
+	QuarantineOverBound     = false
+	EvictStuckOldest        = false
 	FrontNoToken            = false
 	TokenLeak               = false
 	FlushNoWait             = false

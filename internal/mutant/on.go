@@ -86,6 +86,8 @@ var (
 	LargeGrowTaken          = on("largegrowtaken")
 	GuardNoProtect          = on("guardnoprotect")
 	QuarantineUnbounded     = on("quarantineunbounded")
+	QuarantineOverBound     = on("quarantineoverbound")
+	EvictStuckOldest        = on("evictstuckoldest")
 	FrontNoToken            = on("frontnotoken")
 	TokenLeak               = on("tokenleak")
 	FlushNoWait             = on("flushnowait")

@@ -1,0 +1,91 @@
+package impl_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestQuarantineBoundedWhenReleaseFails (GUARD-FAULT): the quarantine holds
+// at most QuarantineObjects objects, also when its oldest object cannot
+// leave it (the kernel refuses to make its memory accessible again). A free
+// that would exceed the bound then cannot make room, and its object is
+// pooled as one the kernel refuses to protect is, not quarantined past the
+// bound. quarantine protected the new object first and, finding it could
+// not evict, quarantined it anyway: every guarded free while the oldest was
+// stuck grew the quarantine (and the kernel's mappings) without bound.
+func TestQuarantineBoundedWhenReleaseFails(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{QuarantineObjects: 2})
+	needProtect(t, a)
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	var objs [][]byte
+	for range 5 {
+		objs = append(objs, allocN(t, c, 64))
+	}
+	must(t, c.Free(objs[0]))
+	must(t, c.Free(objs[1]))
+	undo := impl.RefuseRestore(a, nil)
+	for _, b := range objs[2:] {
+		must(t, c.Free(b))
+		if g := a.Stats().Guard; g.Quarantined > 2 {
+			undo()
+			t.Fatalf("guard stats %+v: %d objects quarantined, the bound is 2", g, g.Quarantined)
+		}
+	}
+	undo()
+	// The objects that could not be quarantined were pooled: accessible,
+	// and a free of their start again is a double free.
+	for _, b := range objs[2:] {
+		if r := touch(a, b, 0, false); r != nil {
+			t.Errorf("an object pooled for want of room in the quarantine faulted: %v", r)
+		}
+		if err := c.Free(b); !errors.Is(err, impl.ErrDoubleFree) {
+			t.Errorf("the free of a pooled guarded object's start again: %v, want ErrDoubleFree", err)
+		}
+	}
+}
+
+// TestQuarantineReleasesPastStuckOldest (GUARD-FAULT, OOM-REAL): when the
+// kernel refuses to restore the access of the quarantine's oldest object,
+// the next oldest leaves in its place: a later guarded free is still
+// quarantined (its object faults at an access), and an allocation that finds
+// no free run gets the memory of every object but the stuck one. evictOldest
+// tried only the oldest: one stuck object left every later guarded free
+// unprotected and pooled, and made allocations fail with the rest of the
+// quarantine's memory idle.
+func TestQuarantineReleasesPastStuckOldest(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, Retain: -1,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 2, QuarantineBytes: 4 * spec.SuperblockSize}})
+	must(t, err)
+	defer a.Close()
+	needProtect(t, a)
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	var objs [][]byte
+	for range 3 {
+		objs = append(objs, allocN(t, c, 64)) // a guarded superblock each
+	}
+	must(t, c.Free(objs[0]))
+	must(t, c.Free(objs[1]))
+	undo := impl.RefuseRestore(a, objs[0])
+	defer undo()
+	must(t, c.Free(objs[2])) // objs[1] makes room, objs[0] being stuck
+	if g := a.Stats().Guard; g.Quarantined != 2 || g.Released != 1 {
+		t.Errorf("guard stats %+v: want 2 quarantined (the stuck oldest and the last), 1 released", g)
+	}
+	if r := touch(a, objs[2], 0, false); r == nil {
+		t.Errorf("the last object freed, with room made past the stuck oldest, does not fault")
+	}
+	// Three superblocks are free or quarantined, one stuck: a large object of
+	// three fits once the quarantine gives up all it can.
+	b, err := c.Alloc(3*spec.SuperblockSize - 100)
+	if err != nil {
+		t.Fatalf("Alloc of 3 superblocks with one stuck in quarantine and 3 to be had: %v", err)
+	}
+	must(t, c.Free(b))
+}
