@@ -175,12 +175,15 @@ func (pc *procCaches) flush() {
 	if mutant.FlushRunningPs { // STATS-EXACT: the caches of Ps gone keep what they hold
 		slots = slots[:min(len(slots), runtime.GOMAXPROCS(0))]
 	}
+	if mutant.FlushWaitsFirst && !pinSync { // FRONT-EXCLUSIVE: waits before the tokens are taken
+		waitUnpinned()
+	}
 	for i := range slots {
 		c := &pc.slots[i].c
 		pc.take(c)
 		held = append(held, c)
 	}
-	if !pinSync && !mutant.FlushNoWait {
+	if !pinSync && !mutant.FlushNoWait && !mutant.FlushWaitsFirst {
 		waitUnpinned()
 	}
 	flushing := held

@@ -410,4 +410,5 @@ var All = []Mutant{
 	{"stackorphanpending", "LIFECYCLE", "invariants.Check", "invariants: the check that a superblock with remote frees pending on a cache's notification stack is that cache's skips orphans: an orphan announced on a former owner's stack, its frees waiting for a drain that may never come, passes"},
 	{"quarantineoverbound", "GUARD-FAULT", "Options.Guard", "a guarded free whose room in the quarantine the oldest object cannot make (the kernel refuses to restore its access) is quarantined anyway, past the bound"},
 	{"evictstuckoldest", "GUARD-FAULT", "Options.Guard", "the quarantine releases only its oldest object: one whose access the kernel refuses to restore stops it from making room for any later free, and allocations from taking the younger objects' memory"},
+	{"flushwaitsfirst", "FRONT-EXCLUSIVE", "Allocator.Flush", "the per-P caches' flush waits for pinned goroutines (waitUnpinned) before it takes the tokens instead of after: a fast path that pins and finds its token free while Flush waits out a slow path's token on an earlier P's cache runs on its cache while Flush flushes it"},
 }

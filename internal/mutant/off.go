@@ -395,6 +395,7 @@ const (
 	OOMOwnPending           = false
 	NotifiedUnstacked       = false
 	StackOrphanPending      = false
+	FlushWaitsFirst         = false
 )
 
 func Drop() bool { return false }

@@ -412,6 +412,7 @@ var (
 	OOMOwnPending           = on("oomownpending")
 	NotifiedUnstacked       = on("notifiedunstacked")
 	StackOrphanPending      = on("stackorphanpending")
+	FlushWaitsFirst         = on("flushwaitsfirst")
 )
 
 var remoteFrees atomic.Uint64
