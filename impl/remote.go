@@ -199,10 +199,18 @@ func (c *Cache) drainNotify() {
 		}
 		// Reset before collecting: a bit set after the collection below will find
 		// notified false and push sb again.
-		sb.notified.Store(false)
+		if !mutant.DrainNotifiedLate {
+			sb.notified.Store(false)
+		}
 		if sb.owner.Load() == c || mutant.DrainForeign && sb.owner.Load() != nil {
 			c.collect(sb)
+			if mutant.DrainNotifiedLate { // CONSERVE: a free landing in a group collected is not announced
+				sb.notified.Store(false)
+			}
 		} else if !mutant.DropForward {
+			if mutant.DrainNotifiedLate {
+				sb.notified.Store(false)
+			}
 			c.a.forward(sb)
 		}
 		sb = next

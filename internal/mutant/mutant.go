@@ -411,4 +411,5 @@ var All = []Mutant{
 	{"quarantineoverbound", "GUARD-FAULT", "Options.Guard", "a guarded free whose room in the quarantine the oldest object cannot make (the kernel refuses to restore its access) is quarantined anyway, past the bound"},
 	{"evictstuckoldest", "GUARD-FAULT", "Options.Guard", "the quarantine releases only its oldest object: one whose access the kernel refuses to restore stops it from making room for any later free, and allocations from taking the younger objects' memory"},
 	{"flushwaitsfirst", "FRONT-EXCLUSIVE", "Allocator.Flush", "the per-P caches' flush waits for pinned goroutines (waitUnpinned) before it takes the tokens instead of after: a fast path that pins and finds its token free while Flush waits out a slow path's token on an earlier P's cache runs on its cache while Flush flushes it"},
+	{"drainnotifiedlate", "CONSERVE", "Cache.Alloc", "a cache's drain resets a superblock's notified mark after collecting it, not before: a remote free landing in a group the collection has passed finds it still announced and pushes nothing, and its bit stays pending, unannounced (adv14b)"},
 }

@@ -396,6 +396,7 @@ const (
 	NotifiedUnstacked       = false
 	StackOrphanPending      = false
 	FlushWaitsFirst         = false
+	DrainNotifiedLate       = false
 )
 
 func Drop() bool { return false }

@@ -413,6 +413,7 @@ var (
 	NotifiedUnstacked       = on("notifiedunstacked")
 	StackOrphanPending      = on("stackorphanpending")
 	FlushWaitsFirst         = on("flushwaitsfirst")
+	DrainNotifiedLate       = on("drainnotifiedlate")
 )
 
 var remoteFrees atomic.Uint64
