@@ -493,8 +493,14 @@ func (h *Harness) badSlice(kind, pick int) (b []byte, done func(), err error) {
 		} else {
 			o = h.live[h.nth(pick)]
 		}
-		// An offset that keeps the pointer inside the reservation.
-		p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(o)), -int(addr(o)-h.M.Base())%spec.SuperblockSize+8*(pick%8192))
+		// An offset that keeps the pointer inside the reservation, on any
+		// 8-byte boundary: the odd slots of the 8-byte class too, the only
+		// class whose size is not a multiple of 16.
+		step := 8
+		if mutant.BadWildEven { // FREE-DOUBLE: no wild free reaches an odd 8-byte slot
+			step = 16
+		}
+		p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(o)), -int(addr(o)-h.M.Base())%spec.SuperblockSize+step*(pick%(spec.SuperblockSize/step)))
 		if uintptr(p) >= h.M.Base()+h.M.Size() {
 			return nil, done, errNone
 		}

@@ -397,6 +397,7 @@ const (
 	StackOrphanPending      = false
 	FlushWaitsFirst         = false
 	DrainNotifiedLate       = false
+	BadWildEven             = false
 )
 
 func Drop() bool { return false }

@@ -414,6 +414,7 @@ var (
 	StackOrphanPending      = on("stackorphanpending")
 	FlushWaitsFirst         = on("flushwaitsfirst")
 	DrainNotifiedLate       = on("drainnotifiedlate")
+	BadWildEven             = on("badwildeven")
 )
 
 var remoteFrees atomic.Uint64
