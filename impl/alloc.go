@@ -372,6 +372,7 @@ type Allocator struct {
 	retain  int         // superblocks the pool keeps committed (Options.Retain)
 	decay   int64       // ns past-Retain superblocks stay committed (Options.Decay)
 	timer   *time.Timer // returns them when their time is up, nil when none waits
+	fired   uint64      // the timer's firings (Snapshot.TimerFired)
 	// decayNext: no dirty pooled superblock has waited the decay before this
 	// instant, so a release before it need not walk the pool (decayPool).
 	decayNext int64
@@ -876,6 +877,9 @@ func (a *Allocator) decayPool(now int64) {
 func (a *Allocator) decayLater() {
 	a.lock()
 	defer a.mu.Unlock()
+	if !mutant.TimerFiredUncounted {
+		a.fired++
+	}
 	if !mutant.TimerNotCleared && !mutant.TimerClearedLate {
 		a.timer = nil
 	}

@@ -38,7 +38,11 @@ type Snapshot struct {
 	Retain         int // bytes of empty superblocks the pool keeps committed
 	// Decay is how long, in ns, superblocks past Retain stay committed (0: not
 	// at all); Now is the time of the snapshot on the allocator's clock.
-	Decay, Now  int64
+	Decay, Now int64
+	// TimerFired counts the decay timer's firings. The timer runs on its own
+	// goroutine: a checker comparing two snapshots around a call excuses what
+	// it returned to the OS in between when this changed (MEM-ACCOUNT).
+	TimerFired  uint64
 	Stats       Stats
 	Superblocks []SuperblockState // every header ever used, by index
 	Caches      []CacheState      // the open caches, by ID
@@ -198,6 +202,7 @@ func (a *Allocator) snapshot() *Snapshot {
 	caches := a.openCaches()
 	a.lock()
 	defer a.mu.Unlock()
+	s.TimerFired = a.fired
 	for _, r := range a.runs {
 		s.FreeRuns = append(s.FreeRuns, Run{int(r.start), int(r.n)})
 	}

@@ -1,7 +1,9 @@
 package invariants
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -60,5 +62,80 @@ func TestBadWildReachesEverySlot(t *testing.T) {
 	}
 	if s := h.A.Stats(); s.DoubleFrees != 1 {
 		t.Fatalf("a wild free of a free odd slot of the 8-byte class: %d double frees counted, want 1", s.DoubleFrees)
+	}
+}
+
+// TestRefusalDiffExcusesOnlyTheTimer (FREE-INVALID, MEM-ACCOUNT): a refused
+// free changes no state, but the decay timer runs on its own goroutine and
+// may return a pooled superblock to the OS between the two snapshots around
+// it (TestMachine once blamed the refusal for that). RefusalDiff excuses
+// exactly that, and only when the snapshots show that the timer fired: a
+// pooled superblock going from dirty to fresh. The same change without a
+// firing, or to a superblock in use, or the other way round, is still a
+// change.
+func TestRefusalDiffExcusesOnlyTheTimer(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Retain: -1, Decay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := a.NewCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	x, err := c.Alloc(spec.MaxSmall + 1) // a large object: freed, its superblocks are pooled dirty
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := c.Alloc(64) // a small superblock in use
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(y)
+	if err := c.Free(x); err != nil {
+		t.Fatal(err)
+	}
+	before := a.Snapshot()
+	pooled, inUse := -1, -1
+	for i, st := range before.Superblocks {
+		switch {
+		case st.State == impl.SBPool && st.Dirty && pooled < 0:
+			pooled = i
+		case st.State == impl.SBSmall:
+			inUse = i
+		}
+	}
+	if pooled < 0 || inUse < 0 {
+		t.Fatalf("setup: no dirty pooled superblock (%d) or small one (%d)", pooled, inUse)
+	}
+	if d := RefusalDiff(before, a.Snapshot()); d != "" {
+		t.Fatalf("two snapshots with nothing between them differ:\n%s", d)
+	}
+	changed := func(i int, fired bool, f func(*impl.SuperblockState)) *impl.Snapshot {
+		s := *before
+		s.Superblocks = slices.Clone(before.Superblocks)
+		f(&s.Superblocks[i])
+		if fired {
+			s.TimerFired++
+		}
+		return &s
+	}
+	decommit := func(st *impl.SuperblockState) { st.Dirty, st.PooledAt = false, 0 }
+	if d := RefusalDiff(before, changed(pooled, true, decommit)); d != "" {
+		t.Errorf("the timer fired and returned a pooled superblock to the OS; RefusalDiff blames the refusal:\n%s", d)
+	}
+	for _, bad := range []struct {
+		what  string
+		after *impl.Snapshot
+	}{
+		{"a pooled superblock returned to the OS without the timer", changed(pooled, false, decommit)},
+		{"a superblock in use made fresh while the timer fired", changed(inUse, true, decommit)},
+		{"a pooled superblock's PooledAt moved while the timer fired", changed(pooled, true, func(st *impl.SuperblockState) { st.PooledAt++ })},
+		{"a pooled superblock's class changed while the timer fired", changed(pooled, true, func(st *impl.SuperblockState) { st.Dirty, st.Class = false, 3 })},
+	} {
+		if RefusalDiff(before, bad.after) == "" {
+			t.Errorf("%s: RefusalDiff finds no change", bad.what)
+		}
 	}
 }

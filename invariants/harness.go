@@ -312,8 +312,12 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 // RefusalDiff is what changed from before to after, snapshots around a free
 // refused as invalid, that FREE-INVALID says it must not change: anything but
 // the statistics (the bad-free counter counts it, a miss may be counted) and
-// the superblock-cache entries (a cache, filled on the way). "" if nothing.
+// the superblock-cache entries (a cache, filled on the way), nor what the
+// decay timer did meanwhile, if it fired. "" if nothing.
 func RefusalDiff(before, after *impl.Snapshot) string {
+	if (before.TimerFired != after.TimerFired || mutant.UndoDecayAlways) && !mutant.RefusalBlamesTimer {
+		after = undoDecay(before, after)
+	}
 	// The same comparison by reflect.DeepEqual first: cmp.Diff of two whole
 	// snapshots is slow, and a refusal is usually right.
 	strip := func(s impl.Snapshot) impl.Snapshot {
@@ -329,6 +333,28 @@ func RefusalDiff(before, after *impl.Snapshot) string {
 	}
 	return cmp.Diff(before, after, cmpopts.IgnoreFields(impl.Snapshot{}, "Stats", "Now"),
 		cmpopts.IgnoreFields(impl.CacheState{}, "CacheCounters", "Entries"))
+}
+
+// undoDecay is after with what the decay timer does undone (MEM-ACCOUNT): a
+// superblock pooled in both snapshots, dirty before, returned to the OS. The
+// timer runs on its own goroutine, so a call between two snapshots may see it
+// fire; nothing else a refused free could do looks like this, since a
+// refusal takes nothing from the pool and puts nothing in.
+func undoDecay(before, after *impl.Snapshot) *impl.Snapshot {
+	s := *after
+	s.TimerFired = before.TimerFired
+	s.Superblocks = slices.Clone(after.Superblocks)
+	old := map[int]impl.SuperblockState{}
+	for _, b := range before.Superblocks {
+		old[b.Index] = b
+	}
+	for i := range s.Superblocks {
+		st := &s.Superblocks[i]
+		if b, ok := old[st.Index]; ok && b.State == impl.SBPool && st.State == impl.SBPool && b.Dirty && !st.Dirty {
+			st.Dirty, st.PooledAt = true, b.PooledAt
+		}
+	}
+	return &s
 }
 
 // checkMiss checks that a free of addr by one of the caches ids counted the

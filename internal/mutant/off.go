@@ -398,6 +398,9 @@ const (
 	FlushWaitsFirst         = false
 	DrainNotifiedLate       = false
 	BadWildEven             = false
+	RefusalBlamesTimer      = false
+	UndoDecayAlways         = false
+	TimerFiredUncounted     = false
 )
 
 func Drop() bool { return false }

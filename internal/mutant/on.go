@@ -415,6 +415,9 @@ var (
 	FlushWaitsFirst         = on("flushwaitsfirst")
 	DrainNotifiedLate       = on("drainnotifiedlate")
 	BadWildEven             = on("badwildeven")
+	RefusalBlamesTimer      = on("refusalblamestimer")
+	UndoDecayAlways         = on("undodecayalways")
+	TimerFiredUncounted     = on("timerfireduncounted")
 )
 
 var remoteFrees atomic.Uint64
