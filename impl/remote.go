@@ -221,7 +221,11 @@ func (c *Cache) drainNotify() {
 // with its local frees, and files sb (or releases it) by its new free count.
 func (c *Cache) collect(sb *superblock) {
 	k := int(sb.class)
-	n := c.a.collectAll(c, &c.cls[k], sb)
+	held := &c.cls[k]
+	if mutant.CollectNoHeld { // FREE-DOUBLE: a remote free of a held object taken as good
+		held = nil
+	}
+	n := c.a.collectAll(c, held, sb)
 	if !mutant.CollectNoPublish {
 		c.publishFrees(k, n)
 	}

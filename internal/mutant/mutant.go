@@ -416,4 +416,5 @@ var All = []Mutant{
 	{"refusalblamestimer", "FREE-INVALID", "invariants.RefusalDiff", "the check that a refused free changes no state blames it for what the decay timer, on its own goroutine, returned to the OS between the two snapshots: a false violation, now and then (TestMachine saw one)"},
 	{"undodecayalways", "FREE-INVALID", "invariants.RefusalDiff", "the check that a refused free changes no state excuses a pooled superblock returned to the OS even when the decay timer did not fire: a refusal that decommits passes"},
 	{"timerfireduncounted", "MEM-ACCOUNT", "Allocator.Snapshot", "Snapshot.TimerFired does not count the decay timer's firings: a checker cannot tell what the timer did between two snapshots from what the call between them did"},
+	{"collectnoheld", "FREE-DOUBLE", "Cache.Alloc", "a drain's collection of a superblock passes no held group: a remote free of an object its owner holds is taken as a good free, and the object is both held and free, to be handed out twice (adv14b)"},
 }

@@ -401,6 +401,7 @@ const (
 	RefusalBlamesTimer      = false
 	UndoDecayAlways         = false
 	TimerFiredUncounted     = false
+	CollectNoHeld           = false
 )
 
 func Drop() bool { return false }

@@ -418,6 +418,7 @@ var (
 	RefusalBlamesTimer      = on("refusalblamestimer")
 	UndoDecayAlways         = on("undodecayalways")
 	TimerFiredUncounted     = on("timerfireduncounted")
+	CollectNoHeld           = on("collectnoheld")
 )
 
 var remoteFrees atomic.Uint64
