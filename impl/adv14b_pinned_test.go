@@ -67,10 +67,7 @@ func TestFlushTakesTokensBeforeWaiting(t *testing.T) {
 			return
 		}
 		inside.Store(true)
-		for t0 := time.Now(); time.Since(t0) < 30*time.Millisecond; {
-		}
-		done.Store(true)
-		unpin(p, c)
+		stayPinned(p, c, &done)
 	}()
 	for !inside.Load() {
 		runtime.Gosched()
@@ -92,4 +89,13 @@ func TestFlushTakesTokensBeforeWaiting(t *testing.T) {
 	if !done.Load() {
 		t.Fatal("Flush flushed a per-P cache while a fast path that found its token free was running on it")
 	}
+}
+
+// stayPinned is a fast path on c, pinned to p, that runs for 30 ms without
+// yielding (the world cannot stop meanwhile), then sets done and unpins.
+func stayPinned(p int, c *Cache, done *atomic.Bool) {
+	for t0 := time.Now(); time.Since(t0) < 30*time.Millisecond; {
+	}
+	done.Store(true)
+	unpin(p, c)
 }

@@ -82,10 +82,7 @@ func TestFlushWaitsForPinnedFastPath(t *testing.T) {
 			return
 		}
 		inside.Store(true)
-		for t0 := time.Now(); time.Since(t0) < 30*time.Millisecond; {
-		}
-		done.Store(true)
-		unpin(p, c)
+		stayPinned(p, c, &done)
 	}()
 	for !inside.Load() {
 		runtime.Gosched()
