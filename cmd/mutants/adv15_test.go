@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/refalloc/refalloc/internal/mutant"
+)
+
+// fakeRun is what one run of a fake test binary prints and its exit status.
+type fakeRun struct {
+	out    string
+	status int
+}
+
+// fakeTest writes, in a fresh directory (the fake package's), a script that
+// stands in for a test binary: its n-th run prints runs[n-1] and exits with
+// its status, the last entry serving every run past the list. It returns the
+// script and the directory; runsOf tells how many times it ran.
+func fakeTest(t *testing.T, runs ...fakeRun) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	for i, r := range runs {
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("out.%d", i+1)), []byte(r.out), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("status.%d", i+1)), []byte(fmt.Sprint(r.status)), 0o644))
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+n=$(( $(cat runs 2>/dev/null || echo 0) + 1 ))
+echo $n > runs
+k=$n
+if [ $k -gt %d ]; then k=%d; fi
+cat out.$k
+exit $(cat status.$k)
+`, len(runs), len(runs))
+	bin = filepath.Join(dir, "fake.test")
+	must(t, os.WriteFile(bin, []byte(script), 0o755))
+	return bin, dir
+}
+
+// runsOf is how many times the fake test binary in dir ran.
+func runsOf(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "runs"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	must(t, err)
+	var n int
+	_, err = fmt.Sscan(string(b), &n)
+	must(t, err)
+	return n
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var (
+	failX = fakeRun{"=== RUN   TestX\n--- FAIL: TestX (0.00s)\nFAIL\n", 1}
+	passX = fakeRun{"=== RUN   TestX\n--- PASS: TestX (0.00s)\nPASS\n", 0}
+)
+
+// killFake is kill of a mutant with no hint on one fake package.
+func killFake(bin, dir string) result {
+	return kill(mutant.Mutant{Name: "fake"}, map[string]string{dir: bin}, [2]string{}, []string{dir}, time.Minute)
+}
+
+// TestKillNeedsThreeFailures: a kill counts only if the failing test fails
+// twice more on its own (the package comment, CONTRIBUTING): a test that
+// fails twice and then passes is flaky, not a kill, and one that fails every
+// time is a kill after exactly three runs. adv15 slip 09 had repeats rerun
+// the test once: two failures made a kill, and a flaky test could kill a
+// mutant that the suite cannot see.
+func TestKillNeedsThreeFailures(t *testing.T) {
+	bin, dir := fakeTest(t, failX, failX, passX)
+	if r := killFake(bin, dir); r.verdict == "killed" || !strings.HasPrefix(r.verdict, "SURVIVED (flaky") {
+		t.Errorf("a test that failed twice, then passed: verdict %q, want SURVIVED (flaky...)", r.verdict)
+	}
+	if n := runsOf(t, dir); n != 3 {
+		t.Errorf("the fake test ran %d times, want 3 (the package, then the test twice on its own)", n)
+	}
+	bin, dir = fakeTest(t, failX)
+	if r := killFake(bin, dir); r.verdict != "killed" || r.test != "TestX" || r.pkg != dir {
+		t.Errorf("a test that always fails: %q by %s %s, want killed by TestX", r.verdict, r.pkg, r.test)
+	}
+	if n := runsOf(t, dir); n != 3 {
+		t.Errorf("the fake test ran %d times for a kill, want 3", n)
+	}
+}
