@@ -63,8 +63,10 @@ func must(t *testing.T, err error) {
 }
 
 var (
-	failX = fakeRun{"=== RUN   TestX\n--- FAIL: TestX (0.00s)\nFAIL\n", 1}
-	passX = fakeRun{"=== RUN   TestX\n--- PASS: TestX (0.00s)\nPASS\n", 0}
+	// go test's own timeout: a panic, no FAIL line
+	timeoutX = fakeRun{"=== RUN   TestX\npanic: test timed out after 3m0s\n\trunning tests:\n\t\tTestX (3m0s)\n\ngoroutine 1 [running]:\n", 2}
+	failX    = fakeRun{"=== RUN   TestX\n--- FAIL: TestX (0.00s)\nFAIL\n", 1}
+	passX    = fakeRun{"=== RUN   TestX\n--- PASS: TestX (0.00s)\nPASS\n", 0}
 )
 
 // killFake is kill of a mutant with no hint on one fake package.
@@ -92,5 +94,17 @@ func TestKillNeedsThreeFailures(t *testing.T) {
 	}
 	if n := runsOf(t, dir); n != 3 {
 		t.Errorf("the fake test ran %d times for a kill, want 3", n)
+	}
+}
+
+// TestRerunTimeoutIsNoKill: a test that failed and then, run again on its
+// own, runs out of time did not fail twice more: a kill by a timeout is not
+// a kill (the package comment). adv15 slip 10 had repeats drop the timeout
+// it was told of: a mutant that makes a test hang after one failure counted
+// as killed.
+func TestRerunTimeoutIsNoKill(t *testing.T) {
+	bin, dir := fakeTest(t, failX, timeoutX)
+	if r := killFake(bin, dir); r.verdict == "killed" {
+		t.Errorf("a test that failed, then timed out twice when run again: verdict %q by %s", r.verdict, r.test)
 	}
 }
