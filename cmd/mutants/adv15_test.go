@@ -108,3 +108,24 @@ func TestRerunTimeoutIsNoKill(t *testing.T) {
 		t.Errorf("a test that failed, then timed out twice when run again: verdict %q by %s", r.verdict, r.test)
 	}
 }
+
+// TestRunSeesGoTestTimeout: go test's own timeout (-test.timeout) panics
+// with "test timed out" and prints no FAIL line; run must call that a timeout
+// although the binary exited before the context's deadline, and kill then
+// says "only a timeout". adv15 slip 14 looked at the context alone: the
+// timeout became "failed outside a test", and a test that failed once and
+// then timed out on its reruns counted as killed.
+func TestRunSeesGoTestTimeout(t *testing.T) {
+	bin, dir := fakeTest(t, timeoutX)
+	failed, test, timedOut, _ := run(bin, dir, "fake", "", time.Minute)
+	if !failed || !timedOut {
+		t.Errorf("go test's timeout: run says failed %v, timed out %v (test %q), want both", failed, timedOut, test)
+	}
+	if r := killFake(bin, dir); r.verdict != "SURVIVED (only a timeout)" {
+		t.Errorf("a package that timed out: verdict %q, want SURVIVED (only a timeout)", r.verdict)
+	}
+	bin, dir = fakeTest(t, failX, timeoutX)
+	if r := killFake(bin, dir); r.verdict == "killed" {
+		t.Errorf("a test that failed, then timed out twice when run again: verdict %q by %s", r.verdict, r.test)
+	}
+}
