@@ -129,3 +129,34 @@ func TestRunSeesGoTestTimeout(t *testing.T) {
 		t.Errorf("a test that failed, then timed out twice when run again: verdict %q by %s", r.verdict, r.test)
 	}
 }
+
+// TestCrashedInSkipsTestMain: a fatal error on a goroutine that TestMain
+// started (impl's watchdog) names no test: TestMain is no test, and the
+// failure is the package's. TestCrashedIn's cases for it start the output at
+// "fatal error:", without the newline crashedIn looks for, so they return ""
+// before any frame is read; here the fatal error follows a test's output, as
+// it does in a real run, and a control case on a test's goroutine must be
+// named. adv15 slip 17 dropped the TestMain exclusion: a crash of the
+// watchdog became a "kill" by TestMain, rerun as -test.run ^TestMain$.
+func TestCrashedInSkipsTestMain(t *testing.T) {
+	const head = "=== RUN   TestFrontFreeAdoptsOrphan\n--- PASS: TestFrontFreeAdoptsOrphan (0.01s)\n=== RUN   TestY\n"
+	for _, c := range []struct{ stack, want string }{
+		{`github.com/refalloc/refalloc/impl_test.watchTests(0x1, 0x2)
+	/work/main/impl/watchdog_test.go:40 +0x1
+created by github.com/refalloc/refalloc/impl_test.TestMain in goroutine 1
+	/work/main/impl/watchdog_test.go:33 +0x1`, ""},
+		{`github.com/refalloc/refalloc/impl_test.TestMain(0x1)
+	/work/main/impl/watchdog_test.go:20 +0x1
+main.main()
+	_testmain.go:100 +0x1`, ""},
+		{`github.com/refalloc/refalloc/impl_test.TestY(0x1)
+	/work/main/impl/y_test.go:20 +0x1
+testing.tRunner(0x1, 0x2)
+	/usr/local/go/src/testing/testing.go:2036 +0xea`, "TestY"},
+	} {
+		out := head + "fatal error: concurrent map writes\n\ngoroutine 5 gp=0x1 m=0 mp=0x2 [running]:\n" + c.stack + "\n\ngoroutine 1 gp=0x1 m=nil [chan receive]:\ngithub.com/refalloc/refalloc/impl_test.TestOther(0x1)\n\t/work/main/impl/other_test.go:9 +0x3f8\n"
+		if got := crashedIn([]byte(out)); got != c.want {
+			t.Errorf("a crash on the goroutine\n%s\nis in %q, want %q", c.stack, got, c.want)
+		}
+	}
+}
