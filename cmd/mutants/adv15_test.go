@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,32 @@ testing.tRunner(0x1, 0x2)
 		out := head + "fatal error: concurrent map writes\n\ngoroutine 5 gp=0x1 m=0 mp=0x2 [running]:\n" + c.stack + "\n\ngoroutine 1 gp=0x1 m=nil [chan receive]:\ngithub.com/refalloc/refalloc/impl_test.TestOther(0x1)\n\t/work/main/impl/other_test.go:9 +0x3f8\n"
 		if got := crashedIn([]byte(out)); got != c.want {
 			t.Errorf("a crash on the goroutine\n%s\nis in %q, want %q", c.stack, got, c.want)
+		}
+	}
+}
+
+// TestOrderRunsEachPackageOnce: order puts the mutant's home package first
+// and every other package after it in the usual order, each once; a home
+// that is no package (a switch used outside them) changes nothing. adv15
+// slip 18 compared each package with "" instead of home: the home package ran
+// first and again in its place, so every mutant it does not kill paid for
+// its suite twice (impl's whole suite for most of CI's mutants).
+func TestOrderRunsEachPackageOnce(t *testing.T) {
+	saved := packages
+	t.Cleanup(func() { packages = saved })
+	packages = []string{"./spec", "./oracle", "./impl", "./invariants", "./fuzz", "./internal/yieldbuild"}
+	for _, c := range []struct {
+		home string
+		want []string
+	}{
+		{"./impl", []string{"./impl", "./spec", "./oracle", "./invariants", "./fuzz", "./internal/yieldbuild"}},
+		{"./spec", packages},
+		{"./internal/yieldbuild", []string{"./internal/yieldbuild", "./spec", "./oracle", "./impl", "./invariants", "./fuzz"}},
+		{"", packages},
+		{"./cmd/x", packages},
+	} {
+		if got := order(c.home); !slices.Equal(got, c.want) {
+			t.Errorf("order(%q) = %v, want %v", c.home, got, c.want)
 		}
 	}
 }
