@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,5 +186,36 @@ func TestOrderRunsEachPackageOnce(t *testing.T) {
 		if got := order(c.home); !slices.Equal(got, c.want) {
 			t.Errorf("order(%q) = %v, want %v", c.home, got, c.want)
 		}
+	}
+}
+
+// TestReadKillers: killers.txt's line "mutant package test" is the hint
+// {package, test} of that mutant; comments and blank lines are skipped, a
+// line of another shape is an error naming the line, and no file is no
+// hints. adv15 slip 12 swapped package and test: every hint then named a
+// package no binary was built for and was silently skipped, so each mutant
+// fell back to running the packages in order (the soak's victims cost
+// minutes each instead of three runs of one test), with no test failing.
+func TestReadKillers(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if h, err := readKillers(); err != nil || len(h) != 0 {
+		t.Errorf("no killers.txt: %v, %v; want no hints, no error", h, err)
+	}
+	must(t, os.MkdirAll(filepath.Join(dir, "cmd", "mutants"), 0o755))
+	write := func(s string) { must(t, os.WriteFile(filepath.Join(dir, killersFile), []byte(s), 0o644)) }
+	write("# The test that last killed each mutant\n\nnozero ./impl TestZeroedAfterLowerGroupRetaken\n  genwrap   ./invariants TestMachine  \n")
+	h, err := readKillers()
+	must(t, err)
+	want := map[string][2]string{
+		"nozero":  {"./impl", "TestZeroedAfterLowerGroupRetaken"},
+		"genwrap": {"./invariants", "TestMachine"},
+	}
+	if !maps.Equal(h, want) {
+		t.Errorf("readKillers() = %v, want %v", h, want)
+	}
+	write("nozero ./impl TestZeroedAfterLowerGroupRetaken\ngenwrap ./impl\n")
+	if _, err := readKillers(); err == nil || !strings.Contains(err.Error(), ":2:") {
+		t.Errorf("a line with two fields: %v, want an error at line 2", err)
 	}
 }
