@@ -219,3 +219,36 @@ func TestReadKillers(t *testing.T) {
 		t.Errorf("a line with two fields: %v, want an error at line 2", err)
 	}
 }
+
+// TestBaselineFailsOnAnyFailure: with no mutant on every package must pass;
+// one that fails outside any test (a panic in an init or in TestMain, a
+// fatal error on no test's goroutine: no FAIL line), or by go test's own
+// timeout, fails the baseline as a failing test does. adv15 slip 11 (on the
+// loop since moved to baseline) ignored a failure that named no test: CI's
+// mutant run then judged every mutant against a suite that did not pass.
+func TestBaselineFailsOnAnyFailure(t *testing.T) {
+	saved := packages
+	t.Cleanup(func() { packages = saved })
+	for _, c := range []struct {
+		name string
+		run  fakeRun
+		fail bool
+	}{
+		{"pass", passX, false},
+		{"test fails", failX, true},
+		{"panic outside a test", fakeRun{"panic: bad init\n\ngoroutine 1 [running]:\nmain.init()\n", 2}, true},
+		{"fatal error on TestMain's goroutine", fakeRun{"=== RUN   TestX\nfatal error: concurrent map writes\n\ngoroutine 5 [running]:\ncreated by github.com/refalloc/refalloc/impl_test.TestMain in goroutine 1\n", 2}, true},
+		{"go test's timeout", timeoutX, true},
+	} {
+		passing, pdir := fakeTest(t, passX)
+		bin, dir := fakeTest(t, c.run)
+		packages = []string{pdir, dir}
+		err := baseline(map[string]string{pdir: passing, dir: bin}, time.Minute)
+		if (err != nil) != c.fail {
+			t.Errorf("%s: baseline says %v, want failure %v", c.name, err, c.fail)
+		}
+		if err != nil && !strings.Contains(err.Error(), dir) {
+			t.Errorf("%s: %v does not name the package", c.name, err)
+		}
+	}
+}

@@ -89,12 +89,8 @@ func main() {
 		}
 	}
 	packages = slices.DeleteFunc(packages, func(pkg string) bool { return bins[pkg] == "" })
-	// With no mutant on, the suite must pass: else every "kill" is noise.
-	for _, pkg := range packages {
-		if failed, test, _, out := run(bins[pkg], pkg, "", "", *timeout); failed {
-			// The output's tail, so that a flaky test shows why in CI's log.
-			fatal(fmt.Errorf("with no mutant on, %s fails (%s):\n%s", pkg, test, tail(out, 60)))
-		}
+	if err := baseline(bins, *timeout); err != nil {
+		fatal(err)
 	}
 	homes, err := homes()
 	if err != nil {
@@ -158,6 +154,19 @@ func main() {
 		fmt.Printf("%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
 		os.Exit(1)
 	}
+}
+
+// baseline runs the packages with no mutant on: the suite must pass, else
+// every "kill" is noise. A package that fails in any way (a test, a crash
+// outside the tests, a timeout) is an error.
+func baseline(bins map[string]string, timeout time.Duration) error {
+	for _, pkg := range packages {
+		if failed, test, _, out := run(bins[pkg], pkg, "", "", timeout); failed {
+			// The output's tail, so that a flaky test shows why in CI's log.
+			return fmt.Errorf("with no mutant on, %s fails (%s):\n%s", pkg, test, tail(out, 60))
+		}
+	}
+	return nil
 }
 
 // kill runs the packages with m on, in order, until a test fails and then
