@@ -96,12 +96,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	var chosen []mutant.Mutant
-	for _, m := range mutant.All {
-		if *only == "" || slices.Contains(strings.Split(*only, ","), m.Name) {
-			chosen = append(chosen, m)
-		}
-	}
+	chosen := choose(*only)
 	// -j mutants at a time: each run is one test binary, mostly on one
 	// goroutine, so on 2 cores two at once take about half the time (CI's
 	// budget). A kill still needs three failures of one test, and a mutant's
@@ -167,6 +162,18 @@ func baseline(bins map[string]string, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// choose is the mutants -only names (names separated by commas), in All's
+// order; every mutant when only is "".
+func choose(only string) []mutant.Mutant {
+	var chosen []mutant.Mutant
+	for _, m := range mutant.All {
+		if only == "" || slices.Contains(strings.Split(only, ","), m.Name) {
+			chosen = append(chosen, m)
+		}
+	}
+	return chosen
 }
 
 // kill runs the packages with m on, in order, until a test fails and then
