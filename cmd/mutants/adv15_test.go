@@ -289,3 +289,35 @@ func TestChooseByWholeNames(t *testing.T) {
 		t.Errorf("choose(\"\"): %d mutants, want all %d", len(got), len(mutant.All))
 	}
 }
+
+// TestSummaryFailsOnOneSurvivor: one mutant not killed, whatever the reason
+// (survived, only a timeout, flaky), makes the exit status 1, CI's only
+// signal; the table names the killer of each killed mutant and "-" for the
+// others. adv15 slip 16 (on main's check, since moved to summary) exited 1
+// only when more than one mutant survived: CI passed with one bug that no
+// test sees, the usual case after adding a mutant.
+func TestSummaryFailsOnOneSurvivor(t *testing.T) {
+	killed := result{m: mutant.Mutant{Name: "nozero"}, verdict: "killed", pkg: "./impl", test: "TestZeroed"}
+	for _, c := range []struct {
+		results []result
+		status  int
+		count   string
+	}{
+		{[]result{killed}, 0, "1 of 1 mutants killed."},
+		{[]result{killed, {m: mutant.Mutant{Name: "genwrap"}, verdict: "SURVIVED"}}, 1, "1 of 2 mutants killed."},
+		{[]result{{m: mutant.Mutant{Name: "genwrap"}, verdict: "SURVIVED (only a timeout)", pkg: "./impl"}}, 1, "0 of 1 mutants killed."},
+		{[]result{killed, {m: mutant.Mutant{Name: "genwrap"}, verdict: "SURVIVED (flaky: the killing test passed when run again)", pkg: "./impl", test: "TestFlaky"}}, 1, "1 of 2 mutants killed."},
+	} {
+		var out strings.Builder
+		status := summary(&out, c.results)
+		if status != c.status || !strings.Contains(out.String(), c.count) {
+			t.Errorf("summary of %d results: status %d, want %d, and\n%s\nwant %q", len(c.results), status, c.status, out.String(), c.count)
+		}
+		if !strings.Contains(out.String(), "| killed | ./impl TestZeroed |") && c.results[0].verdict == "killed" {
+			t.Errorf("the table does not name nozero's killer:\n%s", out.String())
+		}
+		if strings.Contains(out.String(), "TestFlaky") {
+			t.Errorf("the table names a flaky test as a killer:\n%s", out.String())
+		}
+	}
+}

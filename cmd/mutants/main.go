@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,8 +128,22 @@ func main() {
 			hints[r.m.Name] = [2]string{r.pkg, r.test}
 		}
 	}
-	fmt.Println("| mutant | rule | method | bug | verdict | killed by | time to kill |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	status := summary(os.Stdout, results)
+	if *write {
+		if err := writeKillers(hints); err != nil {
+			fatal(err)
+		}
+	}
+	if status != 0 {
+		os.Exit(status)
+	}
+}
+
+// summary prints the table of the results and returns the exit status: 1 if
+// a mutant was not killed, else 0.
+func summary(w io.Writer, results []result) int {
+	fmt.Fprintln(w, "| mutant | rule | method | bug | verdict | killed by | time to kill |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	survived := 0
 	for _, r := range results {
 		by := "-"
@@ -137,18 +152,14 @@ func main() {
 		} else {
 			survived++
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %v |\n", r.m.Name, r.m.Rule, r.m.Method, r.m.Bug, r.verdict, by, r.took.Round(10*time.Millisecond))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %v |\n", r.m.Name, r.m.Rule, r.m.Method, r.m.Bug, r.verdict, by, r.took.Round(10*time.Millisecond))
 	}
-	fmt.Printf("\n%d of %d mutants killed.\n", len(results)-survived, len(results))
-	if *write {
-		if err := writeKillers(hints); err != nil {
-			fatal(err)
-		}
-	}
+	fmt.Fprintf(w, "\n%d of %d mutants killed.\n", len(results)-survived, len(results))
 	if survived > 0 {
-		fmt.Printf("%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
-		os.Exit(1)
+		fmt.Fprintf(w, "%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
+		return 1
 	}
+	return 0
 }
 
 // baseline runs the packages with no mutant on: the suite must pass, else
