@@ -321,3 +321,32 @@ func TestSummaryFailsOnOneSurvivor(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordOnlyKillers: -write-killers records the killer of each killed
+// mutant and leaves the hint of every other as it was: a flaky test, a
+// package that failed outside a test or timed out is no killer, and writing
+// it would send the next run to it first. adv15 slip 19 (on main's loop,
+// since moved to record) recorded every result that named a test: a flaky
+// test replaced a good hint, and killers.txt named tests that kill nothing.
+func TestRecordOnlyKillers(t *testing.T) {
+	hints := map[string][2]string{
+		"genwrap":    {"./impl", "TestGenerationWrapInGuardedLife"},
+		"nozero":     {"./impl", "TestOld"},
+		"lostremote": {"./impl", "TestDebugWriteAfterFree"},
+	}
+	record(hints, []result{
+		{m: mutant.Mutant{Name: "nozero"}, verdict: "killed", pkg: "./impl", test: "TestZeroed"},
+		{m: mutant.Mutant{Name: "genwrap"}, verdict: "SURVIVED (flaky: the killing test passed when run again)", pkg: "./invariants", test: "TestMachine"},
+		{m: mutant.Mutant{Name: "lostremote"}, verdict: "SURVIVED (only a timeout)", pkg: "./invariants", test: "TestSoak"},
+		{m: mutant.Mutant{Name: "keepfull"}, verdict: "SURVIVED (the package failed outside a test)", pkg: "./impl"},
+		{m: mutant.Mutant{Name: "adoptstale"}, verdict: "SURVIVED"},
+	})
+	want := map[string][2]string{
+		"genwrap":    {"./impl", "TestGenerationWrapInGuardedLife"},
+		"nozero":     {"./impl", "TestZeroed"},
+		"lostremote": {"./impl", "TestDebugWriteAfterFree"},
+	}
+	if !maps.Equal(hints, want) {
+		t.Errorf("hints after record: %v, want %v", hints, want)
+	}
+}

@@ -123,11 +123,7 @@ func main() {
 	}
 	close(next)
 	wg.Wait()
-	for _, r := range results {
-		if r.verdict == "killed" {
-			hints[r.m.Name] = [2]string{r.pkg, r.test}
-		}
-	}
+	record(hints, results)
 	status := summary(os.Stdout, results)
 	if *write {
 		if err := writeKillers(hints); err != nil {
@@ -136,6 +132,16 @@ func main() {
 	}
 	if status != 0 {
 		os.Exit(status)
+	}
+}
+
+// record makes each killed mutant's killer its hint; a mutant not killed
+// keeps the hint it had: a flaky test or a timeout is no killer.
+func record(hints map[string][2]string, results []result) {
+	for _, r := range results {
+		if r.verdict == "killed" {
+			hints[r.m.Name] = [2]string{r.pkg, r.test}
+		}
 	}
 }
 
