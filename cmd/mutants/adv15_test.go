@@ -350,3 +350,35 @@ func TestRecordOnlyKillers(t *testing.T) {
 		t.Errorf("hints after record: %v, want %v", hints, want)
 	}
 }
+
+// TestHomesFirstPackage: a mutant's home is the package whose non-test code
+// uses its switch, the first of the packages when several do (the package
+// comment, homes' doc); a use in a test file homes nothing. adv15 slip 15
+// let each use overwrite the home, so the last package won. No switch is
+// used in two packages today, so on the real tree the slip changes nothing
+// (equivalent for now); this test pins the rule on a tree of its own, for
+// the day one is.
+func TestHomesFirstPackage(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	files := map[string]string{
+		"internal/mutant/on.go": "package mutant\n\nvar (\n\tShared = on(\"shared\")\n\tOwn    = on(\"own\")\n\tTested = on(\"tested\")\n)\n",
+		"oracle/a.go":           "package oracle\n\nfunc f() bool { return mutant.Shared }\n",
+		"impl/b.go":             "package impl\n\nfunc g() bool { return mutant.Shared || mutant.Own }\n",
+		"impl/b_test.go":        "package impl\n\nfunc h() bool { return mutant.Tested }\n",
+		"invariants/c.go":       "package invariants\n\nfunc k() bool { return mutant.Shared && mutant.Tested }\n",
+	}
+	for name, src := range files {
+		must(t, os.MkdirAll(filepath.Dir(name), 0o755))
+		must(t, os.WriteFile(name, []byte(src), 0o644))
+	}
+	saved := packages
+	t.Cleanup(func() { packages = saved })
+	packages = []string{"./spec", "./oracle", "./impl", "./invariants"}
+	h, err := homes()
+	must(t, err)
+	want := map[string]string{"shared": "./oracle", "own": "./impl", "tested": "./invariants"}
+	if !maps.Equal(h, want) {
+		t.Errorf("homes() = %v, want %v", h, want)
+	}
+}
