@@ -27,16 +27,21 @@ func main() {
 	stream := flag.Uint64("stream", 1, "first seed stream")
 	verbose := flag.Bool("v", false, "print the failing run's trace")
 	flag.Parse()
-	os.Exit(trials(os.Stdout, os.Stderr, *runs, *ntrials, *stream, *verbose, func(seed, stream uint64) (outcome, error) {
-		ch := pcg{rand.New(rand.NewPCG(seed, stream))}
-		res, err := invariants.Explore(ch, invariants.DrawExploreConfig(ch))
-		if err != nil {
-			return outcome{}, err
-		}
-		o := outcome{steps: res.Steps}
-		if len(res.Violations) > 0 {
-			o.violation, o.trace = fmt.Sprint(res.Violations[0]), res.Trace
-		}
-		return o, nil
-	}))
+	os.Exit(trials(os.Stdout, os.Stderr, *runs, *ntrials, *stream, *verbose, explore))
+}
+
+// explore is one run of the explorer: its configuration and every decision
+// drawn from the PCG generator (seed, stream), so that a run replays exactly
+// and each trial's stream gives it runs of its own.
+func explore(seed, stream uint64) (outcome, error) {
+	ch := pcg{rand.New(rand.NewPCG(seed, stream))}
+	res, err := invariants.Explore(ch, invariants.DrawExploreConfig(ch))
+	if err != nil {
+		return outcome{}, err
+	}
+	o := outcome{steps: res.Steps}
+	if len(res.Violations) > 0 {
+		o.violation, o.trace = fmt.Sprint(res.Violations[0]), res.Trace
+	}
+	return o, nil
 }

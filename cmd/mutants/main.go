@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,23 +90,14 @@ func main() {
 		}
 	}
 	packages = slices.DeleteFunc(packages, func(pkg string) bool { return bins[pkg] == "" })
-	// With no mutant on, the suite must pass: else every "kill" is noise.
-	for _, pkg := range packages {
-		if failed, test, _, out := run(bins[pkg], pkg, "", "", *timeout); failed {
-			// The output's tail, so that a flaky test shows why in CI's log.
-			fatal(fmt.Errorf("with no mutant on, %s fails (%s):\n%s", pkg, test, tail(out, 60)))
-		}
+	if err := baseline(bins, *timeout); err != nil {
+		fatal(err)
 	}
 	homes, err := homes()
 	if err != nil {
 		fatal(err)
 	}
-	var chosen []mutant.Mutant
-	for _, m := range mutant.All {
-		if *only == "" || slices.Contains(strings.Split(*only, ","), m.Name) {
-			chosen = append(chosen, m)
-		}
-	}
+	chosen := choose(*only)
 	// -j mutants at a time: each run is one test binary, mostly on one
 	// goroutine, so on 2 cores two at once take about half the time (CI's
 	// budget). A kill still needs three failures of one test, and a mutant's
@@ -131,13 +123,33 @@ func main() {
 	}
 	close(next)
 	wg.Wait()
+	record(hints, results)
+	status := summary(os.Stdout, results)
+	if *write {
+		if err := writeKillers(hints); err != nil {
+			fatal(err)
+		}
+	}
+	if status != 0 {
+		os.Exit(status)
+	}
+}
+
+// record makes each killed mutant's killer its hint; a mutant not killed
+// keeps the hint it had: a flaky test or a timeout is no killer.
+func record(hints map[string][2]string, results []result) {
 	for _, r := range results {
 		if r.verdict == "killed" {
 			hints[r.m.Name] = [2]string{r.pkg, r.test}
 		}
 	}
-	fmt.Println("| mutant | rule | method | bug | verdict | killed by | time to kill |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+}
+
+// summary prints the table of the results and returns the exit status: 1 if
+// a mutant was not killed, else 0.
+func summary(w io.Writer, results []result) int {
+	fmt.Fprintln(w, "| mutant | rule | method | bug | verdict | killed by | time to kill |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	survived := 0
 	for _, r := range results {
 		by := "-"
@@ -146,18 +158,39 @@ func main() {
 		} else {
 			survived++
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %v |\n", r.m.Name, r.m.Rule, r.m.Method, r.m.Bug, r.verdict, by, r.took.Round(10*time.Millisecond))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %v |\n", r.m.Name, r.m.Rule, r.m.Method, r.m.Bug, r.verdict, by, r.took.Round(10*time.Millisecond))
 	}
-	fmt.Printf("\n%d of %d mutants killed.\n", len(results)-survived, len(results))
-	if *write {
-		if err := writeKillers(hints); err != nil {
-			fatal(err)
+	fmt.Fprintf(w, "\n%d of %d mutants killed.\n", len(results)-survived, len(results))
+	if survived > 0 {
+		fmt.Fprintf(w, "%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
+		return 1
+	}
+	return 0
+}
+
+// baseline runs the packages with no mutant on: the suite must pass, else
+// every "kill" is noise. A package that fails in any way (a test, a crash
+// outside the tests, a timeout) is an error.
+func baseline(bins map[string]string, timeout time.Duration) error {
+	for _, pkg := range packages {
+		if failed, test, _, out := run(bins[pkg], pkg, "", "", timeout); failed {
+			// The output's tail, so that a flaky test shows why in CI's log.
+			return fmt.Errorf("with no mutant on, %s fails (%s):\n%s", pkg, test, tail(out, 60))
 		}
 	}
-	if survived > 0 {
-		fmt.Printf("%d mutant(s) not killed deterministically: the tests cannot see that bug.\n", survived)
-		os.Exit(1)
+	return nil
+}
+
+// choose is the mutants -only names (names separated by commas), in All's
+// order; every mutant when only is "".
+func choose(only string) []mutant.Mutant {
+	var chosen []mutant.Mutant
+	for _, m := range mutant.All {
+		if only == "" || slices.Contains(strings.Split(only, ","), m.Name) {
+			chosen = append(chosen, m)
+		}
 	}
+	return chosen
 }
 
 // kill runs the packages with m on, in order, until a test fails and then
