@@ -6,7 +6,9 @@ import "testing"
 // stack (the first printed after "fatal error:"), whether the test runs it or
 // started it, and nothing when that goroutine belongs to no test of this
 // module (the testing package's fuzz frames, TestMain's watchdog); a test on
-// another goroutine's stack, printed later, is never named.
+// another goroutine's stack, printed later, is never named. The crash may be
+// the output's first line (the cases that want "" start so: they must not
+// pass merely because crashedIn finds no crash).
 func TestCrashedIn(t *testing.T) {
 	const tail = `
 
@@ -59,6 +61,11 @@ github.com/refalloc/refalloc/impl_test.watchTests(0x1, 0x2)
 	/work/main/impl/watchdog_test.go:40 +0x1
 created by github.com/refalloc/refalloc/impl_test.TestMain in goroutine 1
 	/work/main/impl/watchdog_test.go:33 +0x1` + tail, ""},
+		{`fatal error: stack overflow
+
+goroutine 7 gp=0x1 m=0 mp=0x2 [running]:
+github.com/refalloc/refalloc/impl.TestFirstLine(0x1)
+	/work/main/impl/x_test.go:5 +0x1` + tail, "TestFirstLine"}, // the crash is the output's first line
 		{"--- FAIL: TestX (0.00s)\nFAIL\n", ""},
 	} {
 		if got := crashedIn([]byte(c.out)); got != c.want {

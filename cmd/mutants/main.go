@@ -379,6 +379,7 @@ var crashFrame = regexp.MustCompile(`(?m)^(?:created by )?github\.com/refalloc/r
 // overflow): the runtime prints the crashing goroutine's stack first. "" if
 // the crash was not in a test's goroutine.
 func crashedIn(out []byte) string {
+	out = append([]byte("\n"), out...) // the crash may be the output's first line
 	i := bytes.Index(out, []byte("\nfatal error: "))
 	if i < 0 {
 		return ""
