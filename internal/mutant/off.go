@@ -398,6 +398,7 @@ const (
 	FlushWaitsFirst         = false
 	DrainNotifiedLate       = false
 	BadWildEven             = false
+	ReleasePooledFirst      = false
 )
 
 func Drop() bool { return false }

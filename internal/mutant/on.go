@@ -415,6 +415,7 @@ var (
 	FlushWaitsFirst         = on("flushwaitsfirst")
 	DrainNotifiedLate       = on("drainnotifiedlate")
 	BadWildEven             = on("badwildeven")
+	ReleasePooledFirst      = on("releasepooledfirst")
 )
 
 var remoteFrees atomic.Uint64

@@ -1,0 +1,47 @@
+package impl_test
+
+// Tests from the adv14a round: each kills a one-line slip of an earlier blind
+// adversary round that only a fuzz-driven or a slow invariants test caught.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/refalloc/refalloc/impl"
+)
+
+// TestReleasedSmallSuperblockDecays (MEM-ACCOUNT, Options.Decay): a small
+// superblock released to the pool decays like any pooled superblock. Retain
+// none, Decay an hour on a test clock: a large object freed at t0 has waited
+// Decay by t0+2h, when the release of an emptied small superblock walks the
+// pool; the walk returns the large object's superblock and keeps the small
+// one, young, setting the next deadline from it; at t0+4h the timer returns
+// it. Slip (adv14a 15, releasepooledfirst): releaseLocked does the decay
+// bookkeeping (pooled) before it puts the superblock in the pool's runs, so
+// the walk does not see it, finds nothing young, and sets no deadline: the
+// timer then never walks, and the superblock stays committed for good.
+func TestReleasedSmallSuperblockDecays(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Retain: -1, Decay: time.Hour})
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	small := allocN(t, c, 64) // a small superblock of its own, before the large one
+	small[0] = 1
+	must(t, c.Free(allocSBs(t, c, 1))) // t0: pooled, arms the timer
+	if h := held(a); h != sbBytes {
+		t.Fatalf("setup: the pool holds %d bytes committed, want the large object's superblock", h)
+	}
+	clock += int64(2 * time.Hour)
+	must(t, c.Free(small))
+	c.Flush() // t0+2h: releases the emptied small superblock, walks the pool
+	if s := a.Stats(); s.SmallSuperblocks != 0 || s.Committed != sbBytes {
+		t.Fatalf("after the release at t0+2h: %d small superblocks, Committed %d; want 0, and only the small superblock (%d) committed",
+			s.SmallSuperblocks, s.Committed, sbBytes)
+	}
+	clock += int64(2 * time.Hour)
+	if !impl.FireDecayTimer(a) {
+		t.Fatal("no decay timer pending while the pool holds a dirty superblock past Retain")
+	}
+	if s := a.Stats(); s.Committed != 0 {
+		t.Fatalf("t0+4h, the released small superblock pooled 2h with Decay 1h: Committed %d, want 0", s.Committed)
+	}
+}
