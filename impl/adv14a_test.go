@@ -45,3 +45,35 @@ func TestReleasedSmallSuperblockDecays(t *testing.T) {
 		t.Fatalf("t0+4h, the released small superblock pooled 2h with Decay 1h: Committed %d, want 0", s.Committed)
 	}
 }
+
+// TestQuarantinedLargeLeavesInUse (MEM-ACCOUNT, GUARD-FAULT's accounting): a
+// quarantined superblock is neither in use nor pooled. In guard mode a large
+// object of three superblocks is allocated beside one of one superblock, and
+// freed into the quarantine: LargeSuperblocks and InUse then count only the
+// one left, exactly. Slip (adv14a 08, quarlargecount): freeLargeLocked's
+// quarantine path does not take the object's superblocks off the large count,
+// and they stay in use for good.
+func TestQuarantinedLargeLeavesInUse(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	keep := allocSBs(t, c, 1)
+	b := allocSBs(t, c, 3)
+	if s := a.Stats(); s.LargeSuperblocks != 4 || s.InUse != 4*sbBytes {
+		t.Fatalf("setup: LargeSuperblocks %d, InUse %d; want 4 superblocks (%d bytes)", s.LargeSuperblocks, s.InUse, 4*sbBytes)
+	}
+	must(t, c.Free(b))
+	s := a.Stats()
+	if s.Guard.Quarantined != 1 || s.Guard.QuarantinedBytes != 3*sbBytes {
+		t.Fatalf("guard stats %+v: want the 3-superblock object quarantined", s.Guard)
+	}
+	if s.LargeSuperblocks != 1 || s.InUse != sbBytes {
+		t.Errorf("a large object of 3 superblocks quarantined beside a live one of 1: LargeSuperblocks %d, InUse %d; want 1 superblock (%d bytes)",
+			s.LargeSuperblocks, s.InUse, sbBytes)
+	}
+	must(t, c.Free(keep))
+	if s := a.Stats(); s.LargeSuperblocks != 0 || s.InUse != 0 {
+		t.Errorf("every large object freed: LargeSuperblocks %d, InUse %d; want 0", s.LargeSuperblocks, s.InUse)
+	}
+}

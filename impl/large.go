@@ -161,7 +161,9 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 		a.large.LiveBytes -= uint64(head.usable)
 	}
 	if a.quarantine(head, m, spec.Large, site) {
-		a.counts.large -= int(m)
+		if !mutant.QuarLargeCount { // MEM-ACCOUNT: else quarantined superblocks stay in use
+			a.counts.large -= int(m)
+		}
 		return nil
 	}
 	if a.debug {

@@ -399,6 +399,7 @@ const (
 	DrainNotifiedLate       = false
 	BadWildEven             = false
 	ReleasePooledFirst      = false
+	QuarLargeCount          = false
 )
 
 func Drop() bool { return false }

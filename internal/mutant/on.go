@@ -416,6 +416,7 @@ var (
 	DrainNotifiedLate       = on("drainnotifiedlate")
 	BadWildEven             = on("badwildeven")
 	ReleasePooledFirst      = on("releasepooledfirst")
+	QuarLargeCount          = on("quarlargecount")
 )
 
 var remoteFrees atomic.Uint64
