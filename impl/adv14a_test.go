@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestReleasedSmallSuperblockDecays (MEM-ACCOUNT, Options.Decay): a small
@@ -75,5 +76,40 @@ func TestQuarantinedLargeLeavesInUse(t *testing.T) {
 	must(t, c.Free(keep))
 	if s := a.Stats(); s.LargeSuperblocks != 0 || s.InUse != 0 {
 		t.Errorf("every large object freed: LargeSuperblocks %d, InUse %d; want 0", s.LargeSuperblocks, s.InUse)
+	}
+}
+
+// TestReallocLargeToMaxSmallMoves (ZEROED: a large object stays in place only
+// when it stays large): a large object Realloc'ed to exactly spec.MaxSmall
+// bytes becomes a small object of the largest class, so it moves, its
+// capacity MaxSmall, and its superblocks go back to the pool; one Realloc'ed
+// to MaxSmall+1 stays large, in place. Slip (adv14a 11, resizeatmaxsmall):
+// resize takes n < MaxSmall for small, and a large object shrunk to MaxSmall
+// stays large in place, its capacity a page count.
+func TestReallocLargeToMaxSmallMoves(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	for _, tc := range []struct {
+		n     int
+		small bool
+	}{{spec.MaxSmall, true}, {spec.MaxSmall + 1, false}} {
+		b := allocSBs(t, c, 2)
+		b[0], b[spec.MaxSmall-1] = 7, 9
+		r, err := c.Realloc(b, tc.n)
+		must(t, err)
+		if len(r) != tc.n || r[0] != 7 || r[spec.MaxSmall-1] != 9 {
+			t.Fatalf("Realloc of a large object to %d: len %d, first and last kept bytes %d, %d; want %d, 7, 9",
+				tc.n, len(r), r[0], r[spec.MaxSmall-1], tc.n)
+		}
+		s := a.Stats()
+		if tc.small {
+			if addrOf(r) == addrOf(b) || cap(r) != spec.MaxSmall || s.Large.LiveObjects != 0 || s.LargeSuperblocks != 0 {
+				t.Errorf("Realloc of a large object to MaxSmall (%d): moved %v, cap %d, %d large objects live on %d superblocks; want moved to a small object of cap %d, no large object",
+					tc.n, addrOf(r) != addrOf(b), cap(r), s.Large.LiveObjects, s.LargeSuperblocks, spec.MaxSmall)
+			}
+		} else if addrOf(r) != addrOf(b) || s.Large.LiveObjects != 1 || s.LargeSuperblocks != 1 {
+			t.Errorf("Realloc of a large object to MaxSmall+1 (%d): in place %v, %d large objects live on %d superblocks; want it in place, large, on 1",
+				tc.n, addrOf(r) == addrOf(b), s.Large.LiveObjects, s.LargeSuperblocks)
+		}
+		must(t, c.Free(r))
 	}
 }

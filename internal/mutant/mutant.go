@@ -415,4 +415,5 @@ var All = []Mutant{
 	{"badwildeven", "FREE-DOUBLE", "invariants.Harness", "the harness's wild frees step 16 bytes through a superblock, not 8: none reaches an odd slot of the 8-byte class, the one class whose size is not a multiple of 16, and a bug that judges those addresses wrongly goes unseen (adv14c)"},
 	{"releasepooledfirst", "MEM-ACCOUNT", "Options.Decay", "the release of an empty small superblock does the pool's decay bookkeeping (pooled) before it puts the superblock in the pool's runs: a decay walk the release starts misses it and sets no deadline for it, and it stays committed past Decay for good (adv14a)"},
 	{"quarlargecount", "MEM-ACCOUNT", "Options.Guard", "the free of a guarded large object into the quarantine does not take its superblocks off the large count: LargeSuperblocks and InUse count quarantined superblocks as in use, for good (adv14a)"},
+	{"resizeatmaxsmall", "ZEROED", "Cache.Realloc", "a large object Realloc'ed to exactly MaxSmall bytes is resized in place and stays large (resize takes n < MaxSmall for small), instead of moving to the largest small class (adv14a)"},
 }

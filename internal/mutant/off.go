@@ -400,6 +400,7 @@ const (
 	BadWildEven             = false
 	ReleasePooledFirst      = false
 	QuarLargeCount          = false
+	ResizeAtMaxSmall        = false
 )
 
 func Drop() bool { return false }

@@ -417,6 +417,7 @@ var (
 	BadWildEven             = on("badwildeven")
 	ReleasePooledFirst      = on("releasepooledfirst")
 	QuarLargeCount          = on("quarlargecount")
+	ResizeAtMaxSmall        = on("resizeatmaxsmall")
 )
 
 var remoteFrees atomic.Uint64
