@@ -113,3 +113,34 @@ func TestReallocLargeToMaxSmallMoves(t *testing.T) {
 		must(t, c.Free(r))
 	}
 }
+
+// TestExplainNotPastQuarantinedRun (GUARD-FAULT, the report names the object
+// whose superblocks hold the address): a large object of two superblocks is
+// quarantined, a live one of one superblock right after it. ExplainAddr of an
+// address in the quarantined object's last superblock names it; of an
+// address in the next superblock, the live object's, it finds nothing.
+// Slip (adv14a 26, explainpastrun): ExplainAddr's walk of the quarantine
+// takes i <= idx+n, and blames the superblock just past a quarantined object
+// on it.
+func TestExplainNotPastQuarantinedRun(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	x := allocSBs(t, c, 2)
+	y := allocSBs(t, c, 1)
+	if sbOf(a, y) != sbOf(a, x)+2 {
+		t.Fatalf("setup: the second large object is at superblock %d, not right after the first (%d, 2 superblocks)", sbOf(a, y), sbOf(a, x))
+	}
+	must(t, c.Free(x))
+	last := addrOf(x) + 2*sbBytes - 1
+	if e, ok := a.ExplainAddr(last); !ok || e.Object != addrOf(x) || e.Offset != 2*sbBytes-1 || e.Released {
+		t.Errorf("ExplainAddr of the last byte of a quarantined object: %+v %v, want object %#x, offset %d", e, ok, addrOf(x), 2*sbBytes-1)
+	}
+	for _, addr := range []uintptr{addrOf(y), addrOf(y) + sbBytes - 1} {
+		if e, ok := a.ExplainAddr(addr); ok {
+			t.Errorf("ExplainAddr of %#x, in the live object right after a quarantined one: %v, want nothing", addr, e)
+		}
+	}
+	must(t, c.Free(y))
+}

@@ -416,4 +416,5 @@ var All = []Mutant{
 	{"releasepooledfirst", "MEM-ACCOUNT", "Options.Decay", "the release of an empty small superblock does the pool's decay bookkeeping (pooled) before it puts the superblock in the pool's runs: a decay walk the release starts misses it and sets no deadline for it, and it stays committed past Decay for good (adv14a)"},
 	{"quarlargecount", "MEM-ACCOUNT", "Options.Guard", "the free of a guarded large object into the quarantine does not take its superblocks off the large count: LargeSuperblocks and InUse count quarantined superblocks as in use, for good (adv14a)"},
 	{"resizeatmaxsmall", "ZEROED", "Cache.Realloc", "a large object Realloc'ed to exactly MaxSmall bytes is resized in place and stays large (resize takes n < MaxSmall for small), instead of moving to the largest small class (adv14a)"},
+	{"explainpastrun", "GUARD-FAULT", "Allocator.Explain", "ExplainAddr's walk of the quarantine takes the superblock just past a quarantined object for one of its own (i <= idx+n): an access to whatever lies right after it is reported as a use after free of it (adv14a)"},
 }

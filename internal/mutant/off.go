@@ -401,6 +401,7 @@ const (
 	ReleasePooledFirst      = false
 	QuarLargeCount          = false
 	ResizeAtMaxSmall        = false
+	ExplainPastRun          = false
 )
 
 func Drop() bool { return false }

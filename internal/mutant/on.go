@@ -418,6 +418,7 @@ var (
 	ReleasePooledFirst      = on("releasepooledfirst")
 	QuarLargeCount          = on("quarlargecount")
 	ResizeAtMaxSmall        = on("resizeatmaxsmall")
+	ExplainPastRun          = on("explainpastrun")
 )
 
 var remoteFrees atomic.Uint64
