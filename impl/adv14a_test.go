@@ -144,3 +144,42 @@ func TestExplainNotPastQuarantinedRun(t *testing.T) {
 	}
 	must(t, c.Free(y))
 }
+
+// TestDebugShrinkPoisonsWholeTail (DEBUG-POISON): in debug mode a large
+// object shrunk in place poisons every superblock it gives back to the pool,
+// as a free does. A large object of three superblocks, written all over, is
+// Realloc'ed to one superblock: the two past it hold the poison, and a large
+// object of two allocated next (it takes them) is handed out without a
+// write-after-free report, zeroed. Slip (adv14a 05, shrinkpoisonshort):
+// resizeRun poisons old-m-1 superblocks of the old-m it pools; the last one
+// keeps the object's bytes, and its next allocation reports a write after
+// free that never happened.
+func TestDebugShrinkPoisonsWholeTail(t *testing.T) {
+	var reports []error
+	a, c := newAllocCache(t, impl.Options{Reserve: 32 * sbBytes, Debug: true, Retain: 16 * sbBytes, Decay: time.Hour,
+		OnError: func(err error) { reports = append(reports, err) }})
+	b := allocSBs(t, c, 3)
+	fillWith(b, 0x11)
+	r, err := c.Realloc(b, sbBytes)
+	must(t, err)
+	if addrOf(r) != addrOf(b) || cap(r) != sbBytes {
+		t.Fatalf("setup: a large object of 3 superblocks Realloc'ed to one moved (%v) or has cap %d", addrOf(r) != addrOf(b), cap(r))
+	}
+	for i, x := range b[sbBytes:cap(b)] {
+		if x != impl.Poison {
+			t.Fatalf("the superblocks a shrink in place gave back hold %#x at byte %d past the new end, not the poison", x, i)
+		}
+	}
+	z, err := c.Alloc(2 * sbBytes)
+	must(t, err)
+	if len(reports) != 0 || a.Stats().WriteAfterFrees != 0 {
+		t.Fatalf("no write after free, yet the allocation after a shrink in place reported: %v", reports)
+	}
+	for i, x := range z[:cap(z)] {
+		if x != 0 {
+			t.Fatalf("a large object handed out after a shrink holds %#x at byte %d", x, i)
+		}
+	}
+	must(t, c.Free(z))
+	must(t, c.Free(r))
+}

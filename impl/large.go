@@ -331,7 +331,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		m = old
 	case m < old:
 		if a.debug {
-			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m)<<spec.SuperblockShift))
+			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m-uint32(b2i(mutant.ShrinkPoisonShort)))<<spec.SuperblockShift))
 		}
 		a.poolRun(head.idx+m, old-m, noClass)
 	case m > old:

@@ -417,4 +417,5 @@ var All = []Mutant{
 	{"quarlargecount", "MEM-ACCOUNT", "Options.Guard", "the free of a guarded large object into the quarantine does not take its superblocks off the large count: LargeSuperblocks and InUse count quarantined superblocks as in use, for good (adv14a)"},
 	{"resizeatmaxsmall", "ZEROED", "Cache.Realloc", "a large object Realloc'ed to exactly MaxSmall bytes is resized in place and stays large (resize takes n < MaxSmall for small), instead of moving to the largest small class (adv14a)"},
 	{"explainpastrun", "GUARD-FAULT", "Allocator.Explain", "ExplainAddr's walk of the quarantine takes the superblock just past a quarantined object for one of its own (i <= idx+n): an access to whatever lies right after it is reported as a use after free of it (adv14a)"},
+	{"shrinkpoisonshort", "DEBUG-POISON", "Cache.Realloc", "in debug mode a large object shrinking in place poisons one superblock fewer than it gives back to the pool: the last keeps the object's bytes, and the allocation that takes it reports a write after free that never happened (adv14a)"},
 }

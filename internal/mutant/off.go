@@ -402,6 +402,7 @@ const (
 	QuarLargeCount          = false
 	ResizeAtMaxSmall        = false
 	ExplainPastRun          = false
+	ShrinkPoisonShort       = false
 )
 
 func Drop() bool { return false }

@@ -419,6 +419,7 @@ var (
 	QuarLargeCount          = on("quarlargecount")
 	ResizeAtMaxSmall        = on("resizeatmaxsmall")
 	ExplainPastRun          = on("explainpastrun")
+	ShrinkPoisonShort       = on("shrinkpoisonshort")
 )
 
 var remoteFrees atomic.Uint64
