@@ -634,7 +634,7 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 	var e quarantined
 	found, released := false, false
 	for _, q := range a.quar.q {
-		if q.idx <= i && i < q.idx+q.n {
+		if q.idx <= i && i < q.idx+q.n+uint32(b2i(mutant.ExplainPastRun)) {
 			e, found = q, true
 		}
 	}

@@ -161,7 +161,9 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 		a.large.LiveBytes -= uint64(head.usable)
 	}
 	if a.quarantine(head, m, spec.Large, site) {
-		a.counts.large -= int(m)
+		if !mutant.QuarLargeCount { // MEM-ACCOUNT: else quarantined superblocks stay in use
+			a.counts.large -= int(m)
+		}
 		return nil
 	}
 	if a.debug {
@@ -329,7 +331,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		m = old
 	case m < old:
 		if a.debug {
-			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m)<<spec.SuperblockShift))
+			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m-uint32(b2i(mutant.ShrinkPoisonShort)))<<spec.SuperblockShift))
 		}
 		a.poolRun(head.idx+m, old-m, noClass)
 	case m > old:

@@ -138,7 +138,7 @@ func (c *Cache) resize(b []byte, n, keep int) ([]byte, bool) {
 	}
 	// Past MaxAlloc the run's length would not even fit its uint32 (n>>16
 	// wraps from 2^48 on): the moving path says ErrTooLarge.
-	if n <= spec.MaxSmall || n > spec.MaxAlloc && !mutant.ReallocHuge || (c.closed || c.a.closed.Load()) && !mutant.ResizeAfterClose {
+	if n <= spec.MaxSmall-int(b2i(mutant.ResizeAtMaxSmall)) || n > spec.MaxAlloc && !mutant.ReallocHuge || (c.closed || c.a.closed.Load()) && !mutant.ResizeAfterClose {
 		return nil, false
 	}
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.a.base

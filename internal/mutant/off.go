@@ -402,6 +402,11 @@ const (
 	UndoDecayAlways         = false
 	TimerFiredUncounted     = false
 	CollectNoHeld           = false
+	ReleasePooledFirst      = false
+	QuarLargeCount          = false
+	ResizeAtMaxSmall        = false
+	ExplainPastRun          = false
+	ShrinkPoisonShort       = false
 )
 
 func Drop() bool { return false }

@@ -419,6 +419,11 @@ var (
 	UndoDecayAlways         = on("undodecayalways")
 	TimerFiredUncounted     = on("timerfireduncounted")
 	CollectNoHeld           = on("collectnoheld")
+	ReleasePooledFirst      = on("releasepooledfirst")
+	QuarLargeCount          = on("quarlargecount")
+	ResizeAtMaxSmall        = on("resizeatmaxsmall")
+	ExplainPastRun          = on("explainpastrun")
+	ShrinkPoisonShort       = on("shrinkpoisonshort")
 )
 
 var remoteFrees atomic.Uint64
