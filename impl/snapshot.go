@@ -200,8 +200,15 @@ func (a *Allocator) snapshot() *Snapshot {
 		Decay: a.decay, Now: a.now(),
 	}
 	caches := a.openCaches()
+	yield(YieldSnapshotLock)
 	a.lock()
 	defer a.mu.Unlock()
+	if !mutant.SnapStatsEarly {
+		// MEM-ACCOUNT: the central counts of the instant the headers are
+		// read. The decay timer, on its own goroutine, may have returned
+		// superblocks to the OS since Stats read them.
+		a.centralStats(&s.Stats)
+	}
 	s.TimerFired = a.fired
 	for _, r := range a.runs {
 		s.FreeRuns = append(s.FreeRuns, Run{int(r.start), int(r.n)})

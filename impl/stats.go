@@ -135,13 +135,18 @@ func (a *Allocator) Stats() Stats {
 	}
 	a.regMu.Unlock()
 	a.lock()
+	a.centralStats(&s)
+	a.mu.Unlock()
+	return s
+}
+
+// centralStats sets what s takes from the central state. Under a.mu.
+func (a *Allocator) centralStats(s *Stats) {
 	s.Large = a.large
 	s.SmallSuperblocks, s.LargeSuperblocks, s.OrphanedSuperblocks = a.counts.small, a.counts.large, a.counts.orphaned
 	s.Committed = uint64(a.counts.committed) << spec.SuperblockShift
 	s.InUse = uint64(a.counts.small+a.counts.large+a.counts.guard) << spec.SuperblockShift
 	s.Guard = a.guardStats()
-	a.mu.Unlock()
-	return s
 }
 
 // readFrees sets s's frees of each class: the retired caches' and the open

@@ -36,6 +36,7 @@ const (
 	YieldAllocTaken     = "alloc.taken"     // allocSlow took the current superblock's next group (takeGroupPinned), before checking its lowest object's pending bit
 	YieldStatsRead      = "stats.read"      // Stats read one kind of class counter of every cache, before the other kind
 	YieldGuardMade      = "guard.made"      // allocGuarded made its superblock a guarded object and unlocked, before returning it
+	YieldSnapshotLock   = "snapshot.lock"   // Snapshot read Stats, before taking a.mu to read the headers
 )
 
 // lockMu locks mu. In refalloc_yield builds it yields while mu is busy, so the

@@ -402,6 +402,7 @@ const (
 	UndoDecayAlways         = false
 	TimerFiredUncounted     = false
 	CollectNoHeld           = false
+	SnapStatsEarly          = false
 	ReleasePooledFirst      = false
 	QuarLargeCount          = false
 	ResizeAtMaxSmall        = false

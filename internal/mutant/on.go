@@ -419,6 +419,7 @@ var (
 	UndoDecayAlways         = on("undodecayalways")
 	TimerFiredUncounted     = on("timerfireduncounted")
 	CollectNoHeld           = on("collectnoheld")
+	SnapStatsEarly          = on("snapstatsearly")
 	ReleasePooledFirst      = on("releasepooledfirst")
 	QuarLargeCount          = on("quarlargecount")
 	ResizeAtMaxSmall        = on("resizeatmaxsmall")
