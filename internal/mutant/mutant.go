@@ -417,4 +417,5 @@ var All = []Mutant{
 	{"undodecayalways", "FREE-INVALID", "invariants.RefusalDiff", "the check that a refused free changes no state excuses a pooled superblock returned to the OS even when the decay timer did not fire: a refusal that decommits passes"},
 	{"timerfireduncounted", "MEM-ACCOUNT", "Allocator.Snapshot", "Snapshot.TimerFired does not count the decay timer's firings: a checker cannot tell what the timer did between two snapshots from what the call between them did"},
 	{"collectnoheld", "FREE-DOUBLE", "Cache.Alloc", "a drain's collection of a superblock passes no held group: a remote free of an object its owner holds is taken as a good free, and the object is both held and free, to be handed out twice (adv14b)"},
+	{"acquirenoexit", "FRONT-EXCLUSIVE", "Allocator.Alloc", "a slow path that pinned and found its P's token free, then lost it to Allocator.Flush before its own CAS, falls back to a shard without leaving the P's cache (Cache.exit): in refalloc_check and refalloc_yield builds the cache counts a user for good, and Flush and every later call on that P panic, naming the rule, with no call on it (adv15b)"},
 }

@@ -402,6 +402,7 @@ const (
 	UndoDecayAlways         = false
 	TimerFiredUncounted     = false
 	CollectNoHeld           = false
+	AcquireNoExit           = false
 )
 
 func Drop() bool { return false }

@@ -419,6 +419,7 @@ var (
 	UndoDecayAlways         = on("undodecayalways")
 	TimerFiredUncounted     = on("timerfireduncounted")
 	CollectNoHeld           = on("collectnoheld")
+	AcquireNoExit           = on("acquirenoexit")
 )
 
 var remoteFrees atomic.Uint64
