@@ -149,7 +149,7 @@ func (f *front) acquire(p int, c *Cache) (*Cache, *shard) {
 		unpinP(p)
 		return c, nil
 	}
-	if c != nil {
+	if c != nil && !mutant.AcquireNoExit { // FRONT-EXCLUSIVE: Flush took the token since pinned
 		c.exit()
 	}
 	unpinP(p)

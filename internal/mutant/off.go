@@ -408,6 +408,7 @@ const (
 	ResizeAtMaxSmall        = false
 	ExplainPastRun          = false
 	ShrinkPoisonShort       = false
+	AcquireNoExit           = false
 )
 
 func Drop() bool { return false }

@@ -425,6 +425,7 @@ var (
 	ResizeAtMaxSmall        = on("resizeatmaxsmall")
 	ExplainPastRun          = on("explainpastrun")
 	ShrinkPoisonShort       = on("shrinkpoisonshort")
+	AcquireNoExit           = on("acquirenoexit")
 )
 
 var remoteFrees atomic.Uint64
