@@ -112,6 +112,9 @@ type quarantined struct {
 	class       int // small class, or spec.Large
 	usable      int
 	alloc, free uint32
+	// stuck: the kernel refused to restore its access at the last attempt
+	// to release it (Snapshot's Quarantined.Stuck).
+	stuck bool
 }
 
 // guardMark is the class byte of a quarantined or pooled superblock whose
@@ -417,6 +420,7 @@ func (a *Allocator) evict(i int) bool {
 	}
 	if g.protects {
 		if !mutant.GuardNoProtect && a.be.protect(p, n, true) != nil {
+			a.quar.q[i].stuck = !mutant.StuckUnmarked
 			return false
 		}
 		if dirty > 0 && a.debug { // the decommit failed: pooled dirty memory holds poison
@@ -733,6 +737,7 @@ func (a *Allocator) snapGuard() GuardState {
 	for _, e := range a.quar.q {
 		s.Quarantine = append(s.Quarantine, Quarantined{
 			Addr: a.base + uintptr(e.idx)<<spec.SuperblockShift, Superblocks: int(e.n), Class: e.class, Usable: e.usable,
+			Stuck: e.stuck,
 		})
 	}
 	return s

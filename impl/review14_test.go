@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -88,4 +89,46 @@ func TestQuarantineReleasesPastStuckOldest(t *testing.T) {
 		t.Fatalf("Alloc of 3 superblocks with one stuck in quarantine and 3 to be had: %v", err)
 	}
 	must(t, c.Free(b))
+}
+
+// TestOOMLeavesOnlyStuckQuarantined (OOM-REAL, GUARD-FAULT): before an
+// allocation fails for want of memory the quarantine gives up every object
+// it can; what stays is only what the kernel refused to make accessible
+// again, and the snapshot says so (Quarantined.Stuck), so that
+// invariants.CheckOOM can tell it from memory the allocator failed to use.
+// Here every restore is refused: the two quarantined objects stay, marked
+// stuck, the large allocation that needs their superblocks fails, and the
+// check finds nothing wrong; the same snapshot with one of them not marked
+// is a violation. Slips: the mark never set (stuckunmarked); CheckOOM
+// blaming stuck objects too (oomstuckblamed), a false violation.
+func TestOOMLeavesOnlyStuckQuarantined(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, Retain: -1,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 2, QuarantineBytes: 4 * spec.SuperblockSize}})
+	must(t, err)
+	defer a.Close()
+	needProtect(t, a)
+	c, err := a.NewCache()
+	must(t, err)
+	defer c.Close()
+	x, y := allocN(t, c, 64), allocN(t, c, 64) // a guarded superblock each
+	must(t, c.Free(x))
+	must(t, c.Free(y))
+	undo := impl.RefuseRestore(a, nil)
+	defer undo()
+	const n = 3*spec.SuperblockSize - 100 // needs a quarantined superblock
+	if _, err := c.Alloc(n); !errors.Is(err, impl.ErrOutOfMemory) {
+		t.Fatalf("Alloc(%d) with 2 of 4 superblocks stuck in quarantine: %v, want ErrOutOfMemory", n, err)
+	}
+	s := a.Snapshot()
+	q := s.Guard.Quarantine
+	if len(q) != 2 || !q[0].Stuck || !q[1].Stuck {
+		t.Fatalf("quarantine after the out-of-memory %+v: want both objects, marked stuck", q)
+	}
+	if vs := invariants.CheckOOM(s, []int{c.ID()}, n, 1); len(vs) > 0 {
+		t.Fatalf("CheckOOM with only stuck objects in quarantine: %v", vs)
+	}
+	q[1].Stuck = false
+	if vs := invariants.CheckOOM(s, []int{c.ID()}, n, 1); len(vs) == 0 {
+		t.Fatal("CheckOOM with a quarantined object that could have been released finds nothing")
+	}
 }

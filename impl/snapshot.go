@@ -80,6 +80,10 @@ type Quarantined struct {
 	Superblocks int
 	Class       int // small class, or spec.Large
 	Usable      int
+	// Stuck: the kernel refused to make its memory accessible again when the
+	// quarantine last tried to release it (vm.max_map_count): it stays, and
+	// an out-of-memory error may leave it there (OOM-REAL).
+	Stuck bool
 }
 
 // CacheCounters are the event counters a cache publishes.

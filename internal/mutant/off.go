@@ -403,6 +403,8 @@ const (
 	TimerFiredUncounted     = false
 	CollectNoHeld           = false
 	SnapStatsEarly          = false
+	StuckUnmarked           = false
+	OOMStuckBlamed          = false
 	ReleasePooledFirst      = false
 	QuarLargeCount          = false
 	ResizeAtMaxSmall        = false

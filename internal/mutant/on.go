@@ -420,6 +420,8 @@ var (
 	TimerFiredUncounted     = on("timerfireduncounted")
 	CollectNoHeld           = on("collectnoheld")
 	SnapStatsEarly          = on("snapstatsearly")
+	StuckUnmarked           = on("stuckunmarked")
+	OOMStuckBlamed          = on("oomstuckblamed")
 	ReleasePooledFirst      = on("releasepooledfirst")
 	QuarLargeCount          = on("quarlargecount")
 	ResizeAtMaxSmall        = on("resizeatmaxsmall")
