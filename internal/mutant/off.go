@@ -411,6 +411,11 @@ const (
 	ExplainPastRun          = false
 	ShrinkPoisonShort       = false
 	AcquireNoExit           = false
+	ProgReserveNarrow       = false
+	ProgNewCacheNever       = false
+	ProgBadAlignNever       = false
+	ProgEdgeLastNever       = false
+	ConcBurstNoAllocator    = false
 )
 
 func Drop() bool { return false }

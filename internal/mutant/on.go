@@ -428,6 +428,11 @@ var (
 	ExplainPastRun          = on("explainpastrun")
 	ShrinkPoisonShort       = on("shrinkpoisonshort")
 	AcquireNoExit           = on("acquirenoexit")
+	ProgReserveNarrow       = on("progreservenarrow")
+	ProgNewCacheNever       = on("prognewcachenever")
+	ProgBadAlignNever       = on("progbadalignnever")
+	ProgEdgeLastNever       = on("progedgelastnever")
+	ConcBurstNoAllocator    = on("concburstnoallocator")
 )
 
 var remoteFrees atomic.Uint64
