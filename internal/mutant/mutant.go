@@ -431,4 +431,6 @@ var All = []Mutant{
 	{"progbadalignnever", "REFINES", "Cache.AllocAligned", "fuzz: OpAllocBad picks its kind by align%2: the allocation with an alignment that is not a power of two is never made (adv15c)"},
 	{"progedgelastnever", "REFINES", "Cache.Alloc", "fuzz: OpAllocEdge allocates edges[size%(len-1)]: the last edge size, one more than the reservation, is never asked for (adv15c)"},
 	{"concburstnoallocator", "REFINES", "Allocator.Trim", "fuzz: FuzzConcurrent's bursts draw their operation from the first 7 of 8: the Allocator's Flush, Trim and Stats never run while the other workers run (adv15c)"},
+	{"debugsitesreused", "DEBUG-POISON", "Cache.Alloc", "in debug mode a small period keeps the previous small period's per-object sites when its slice is long enough: a write after free found in an object never handed out in this period names the site of whatever object of the old layout had the same index (adv15c)"},
+	{"retirekeepslast", "CACHE-COHERENT", "Cache.Free", "a wrap at the end of a large or guarded life stamps deadTag on every remote word but the last: a one-group set (classes of 32 objects or fewer) is not retired at all, the next small period reuses it, and an entry from 2^32 periods before matches it again (adv15c)"},
 }

@@ -416,6 +416,8 @@ const (
 	ProgBadAlignNever       = false
 	ProgEdgeLastNever       = false
 	ConcBurstNoAllocator    = false
+	DebugSitesReused        = false
+	RetireKeepsLast         = false
 )
 
 func Drop() bool { return false }

@@ -433,6 +433,8 @@ var (
 	ProgBadAlignNever       = on("progbadalignnever")
 	ProgEdgeLastNever       = on("progedgelastnever")
 	ConcBurstNoAllocator    = on("concburstnoallocator")
+	DebugSitesReused        = on("debugsitesreused")
+	RetireKeepsLast         = on("retirekeepslast")
 )
 
 var remoteFrees atomic.Uint64
