@@ -124,3 +124,47 @@ func mustCache(t *testing.T, a *impl.Allocator) *impl.Cache {
 	must(t, err)
 	return c
 }
+
+// TestSnapshotShowsShortRemoteCount (CACHE-COHERENT 3: invariants.coherent
+// verifies every entry against its superblock's header): an entry keeps its
+// superblock's remote words as a pointer to the first and a count, and the
+// snapshot's SameRemote says both are the header's set. An entry whose count
+// is one short (impl.ShortRemoteCount: a fill that counted another layout's
+// groups, so that a free of the last group's objects would be checked
+// against too few words) must show SameRemote false, or no check sees it.
+// Slip: the snapshot compares only the first word's address (snapremotelen),
+// like the SameFree slip TestSnapshotShowsStaleFreeWord closes.
+func TestSnapshotShowsShortRemoteCount(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, d := mustCache(t, a), mustCache(t, a)
+	x := allocN(t, c, 64) // class 64: 32 remote words
+	y := allocN(t, c, 64)
+	must(t, d.Free(y)) // fills d's (not mine) entry for the superblock
+	s := sbOf(a, x)
+	entryOf := func() impl.Entry {
+		for _, cs := range a.Snapshot().Caches {
+			for _, e := range cs.Entries {
+				if cs.ID == d.ID() && e.Superblock == s {
+					return e
+				}
+			}
+		}
+		t.Fatalf("cache %d has no entry for superblock %d", d.ID(), s)
+		return impl.Entry{}
+	}
+	if e := entryOf(); !e.SameRemote {
+		t.Fatalf("setup: entry %+v, want the header's remote set", e)
+	}
+	ok, undo := impl.ShortRemoteCount(d, s)
+	if !ok {
+		t.Fatal("setup: no entry to make short")
+	}
+	e := entryOf()
+	undo()
+	if e.SameRemote {
+		t.Errorf("an entry counting one remote word short of its set shows SameRemote: %+v", e)
+	}
+	must(t, c.Free(x))
+}

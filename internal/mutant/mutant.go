@@ -433,4 +433,5 @@ var All = []Mutant{
 	{"concburstnoallocator", "REFINES", "Allocator.Trim", "fuzz: FuzzConcurrent's bursts draw their operation from the first 7 of 8: the Allocator's Flush, Trim and Stats never run while the other workers run (adv15c)"},
 	{"debugsitesreused", "DEBUG-POISON", "Cache.Alloc", "in debug mode a small period keeps the previous small period's per-object sites when its slice is long enough: a write after free found in an object never handed out in this period names the site of whatever object of the old layout had the same index (adv15c)"},
 	{"retirekeepslast", "CACHE-COHERENT", "Cache.Free", "a wrap at the end of a large or guarded life stamps deadTag on every remote word but the last: a one-group set (classes of 32 objects or fewer) is not retired at all, the next small period reuses it, and an entry from 2^32 periods before matches it again (adv15c)"},
+	{"snapremotelen", "CACHE-COHERENT", "Allocator.Snapshot", "the snapshot's Entry.SameRemote compares only the first remote word's address, not the entry's count of words: an entry whose count is not its set's (a fill that counted another layout's groups) passes invariants.coherent (adv15c)"},
 }

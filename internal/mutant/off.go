@@ -418,6 +418,7 @@ const (
 	ConcBurstNoAllocator    = false
 	DebugSitesReused        = false
 	RetireKeepsLast         = false
+	SnapRemoteLen           = false
 )
 
 func Drop() bool { return false }

@@ -435,6 +435,7 @@ var (
 	ConcBurstNoAllocator    = on("concburstnoallocator")
 	DebugSitesReused        = on("debugsitesreused")
 	RetireKeepsLast         = on("retirekeepslast")
+	SnapRemoteLen           = on("snapremotelen")
 )
 
 var remoteFrees atomic.Uint64
