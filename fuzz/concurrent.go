@@ -52,6 +52,9 @@ type concCounts struct {
 	Large int // large allocations
 	Stale int // stale frees of an address freed before
 	Burst int // operations run in bursts, all workers at once
+	// BurstAllocator counts the Allocator's methods (COpAllocator) called
+	// in bursts, while the other workers run.
+	BurstAllocator int
 }
 
 // concEnd, if set (tests), is told at the end of RunConcurrent, when every
@@ -161,6 +164,7 @@ func RunConcurrent(data []byte) error {
 			n.Large += w.n.Large
 			n.Stale += w.n.Stale
 			n.Burst += w.n.Burst
+			n.BurstAllocator += w.n.BurstAllocator
 		}
 		concEnd(sh, n)
 	}
@@ -339,9 +343,12 @@ func (w *cworker) burst(ws []*cworker, n int, seed uint64) {
 	}
 	for range n {
 		w.n.Burst++
-		op := []int{COpAlloc, COpAlloc, COpFree, COpSend, COpReceive, COpReceive, COpStale, COpAllocator}[rng.IntN(8)]
+		op := []int{COpAlloc, COpAlloc, COpFree, COpSend, COpReceive, COpReceive, COpStale, COpAllocator}[rng.IntN(8-b2i(mutant.ConcBurstNoAllocator))]
 		if op == COpAllocator && rng.IntN(4) != 0 {
 			op = COpAlloc
+		}
+		if op == COpAllocator {
+			w.n.BurstAllocator++
 		}
 		w.do(ws, op, rng.IntN(256), rng.IntN(192), false)
 	}

@@ -134,7 +134,11 @@ func (p Program) Options() impl.Options {
 			ways = [4]int{1, 64, 64, 64}[p.Header>>4&3]
 		}
 	}
-	opt := impl.Options{Reserve: (16 << (p.Header & 3)) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
+	reserve := p.Header & 3
+	if mutant.ProgReserveNarrow {
+		reserve = p.Header & 1
+	}
+	opt := impl.Options{Reserve: (16 << reserve) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
 	if p.Header&64 != 0 {
 		opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: 1}
 		if p.Header&128 != 0 {
@@ -267,19 +271,20 @@ func step(h *invariants.Harness, c Cmd) error {
 			return h.CloseCache(id)
 		}
 	case OpNewCache:
-		if len(h.Caches()) < 6 {
+		if len(h.Caches()) < 6-3*b2i(mutant.ProgNewCacheNever) {
 			_, err := h.NewCache()
 			return err
 		}
 	case OpAllocBad:
-		switch c.Align % 3 {
-		case 0:
-			return h.Alloc(id, -1-int(c.Size), 1)
+		n, align := -1-int(c.Size), 1
+		switch c.Align % uint8(3-b2i(mutant.ProgBadAlignNever)) {
 		case 1:
-			return h.Alloc(id, spec.MaxAlloc+1+int(c.Size), 1)
-		default:
-			return h.Alloc(id, int(c.Size)%100, 3+2*int(c.Victim%100))
+			n = spec.MaxAlloc + 1 + int(c.Size)
+		case 2:
+			n, align = int(c.Size)%100, 3+2*int(c.Victim%100)
 		}
+		note(h, observed{Op: c.Op, Call: "alloc bad", ID: id, N: n, A: align})
+		return h.Alloc(id, n, align)
 	case OpUseClosed:
 		closed := closedIDs(h)
 		if len(closed) == 0 {
@@ -331,7 +336,7 @@ func step(h *invariants.Harness, c Cmd) error {
 			align = 1 << (c.Align % (spec.SuperblockShift + 1))
 		}
 		note(h, observed{Op: c.Op, Call: "alloc", ID: id, N: edges[int(c.Size)%len(edges)], A: align})
-		return h.Alloc(id, edges[int(c.Size)%len(edges)], align)
+		return h.Alloc(id, edges[int(c.Size)%(len(edges)-b2i(mutant.ProgEdgeLastNever))], align)
 	}
 	return nil
 }
@@ -377,6 +382,14 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 	}
 	note(h, observed{Op: c.Op, Call: "realloc back", ID: id, N: o.Size})
 	return h.Realloc(id, h.LastAddr, o.Size)
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func closedIDs(h *invariants.Harness) []int {

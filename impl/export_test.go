@@ -121,6 +121,21 @@ func StaleFreeWord(c *Cache, i int) bool {
 	return true
 }
 
+// ShortRemoteCount makes cache c's entry for superblock i count one remote
+// word fewer than its set has, as a fill that counted another layout's
+// groups would: Snapshot must show the entry's SameRemote false
+// (CACHE-COHERENT). It reports whether c has an entry for i, and returns the
+// function that puts the count back.
+func ShortRemoteCount(c *Cache, i int) (ok bool, undo func()) {
+	e := c.way(uintptr(i))
+	if e.key == noKey || e.tag() != uintptr(i) || e.nrw == 0 {
+		return false, func() {}
+	}
+	n := e.nrw
+	e.nrw--
+	return true, func() { e.nrw = n }
+}
+
 // HoldFrontBut makes every call of a's own methods go to the front's shards,
 // starting from shard home, and finds them all busy but shard free: it takes
 // every per-P cache's token (as Flush does), sets every stack bucket's home

@@ -140,7 +140,7 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	if !mutant.SmallKeepsSite {
 		sb.site = 0
 	}
-	if debug {
+	if debug && (!mutant.DebugSitesReused || len(sb.sites) < n) {
 		sb.sites = make([]uint32, n)
 	}
 	if sb.dirty && !mutant.DirtyAsFresh {
@@ -217,7 +217,7 @@ func (rs *remoteSet) retired() bool {
 // Under a.mu, when the superblock is not small (no CAS can be pending on it).
 func (sb *superblock) retire() {
 	if rs := sb.remote.Load(); rs != nil {
-		for i := range rs.w {
+		for i := range rs.w[:len(rs.w)-int(b2i(mutant.RetireKeepsLast))] {
 			rs.w[i].Store(deadTag << 32)
 		}
 	}

@@ -411,6 +411,14 @@ const (
 	ExplainPastRun          = false
 	ShrinkPoisonShort       = false
 	AcquireNoExit           = false
+	ProgReserveNarrow       = false
+	ProgNewCacheNever       = false
+	ProgBadAlignNever       = false
+	ProgEdgeLastNever       = false
+	ConcBurstNoAllocator    = false
+	DebugSitesReused        = false
+	RetireKeepsLast         = false
+	SnapRemoteLen           = false
 )
 
 func Drop() bool { return false }

@@ -428,6 +428,14 @@ var (
 	ExplainPastRun          = on("explainpastrun")
 	ShrinkPoisonShort       = on("shrinkpoisonshort")
 	AcquireNoExit           = on("acquirenoexit")
+	ProgReserveNarrow       = on("progreservenarrow")
+	ProgNewCacheNever       = on("prognewcachenever")
+	ProgBadAlignNever       = on("progbadalignnever")
+	ProgEdgeLastNever       = on("progedgelastnever")
+	ConcBurstNoAllocator    = on("concburstnoallocator")
+	DebugSitesReused        = on("debugsitesreused")
+	RetireKeepsLast         = on("retirekeepslast")
+	SnapRemoteLen           = on("snapremotelen")
 )
 
 var remoteFrees atomic.Uint64
