@@ -59,14 +59,7 @@ func TestQuarantineBoundedWhenReleaseFails(t *testing.T) {
 // unprotected and pooled, and made allocations fail with the rest of the
 // quarantine's memory idle.
 func TestQuarantineReleasesPastStuckOldest(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, Retain: -1,
-		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 2, QuarantineBytes: 4 * spec.SuperblockSize}})
-	must(t, err)
-	defer a.Close()
-	needProtect(t, a)
-	c, err := a.NewCache()
-	must(t, err)
-	defer c.Close()
+	a, c := stuckable(t)
 	var objs [][]byte
 	for range 3 {
 		objs = append(objs, allocN(t, c, 64)) // a guarded superblock each
@@ -102,14 +95,7 @@ func TestQuarantineReleasesPastStuckOldest(t *testing.T) {
 // is a violation. Slips: the mark never set (stuckunmarked); CheckOOM
 // blaming stuck objects too (oomstuckblamed), a false violation.
 func TestOOMLeavesOnlyStuckQuarantined(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, Retain: -1,
-		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 2, QuarantineBytes: 4 * spec.SuperblockSize}})
-	must(t, err)
-	defer a.Close()
-	needProtect(t, a)
-	c, err := a.NewCache()
-	must(t, err)
-	defer c.Close()
+	a, c := stuckable(t)
 	x, y := allocN(t, c, 64), allocN(t, c, 64) // a guarded superblock each
 	must(t, c.Free(x))
 	must(t, c.Free(y))
@@ -131,4 +117,21 @@ func TestOOMLeavesOnlyStuckQuarantined(t *testing.T) {
 	if vs := invariants.CheckOOM(s, []int{c.ID()}, n, 1); len(vs) == 0 {
 		t.Fatal("CheckOOM with a quarantined object that could have been released finds nothing")
 	}
+}
+
+// stuckable is a cache of an Allocator of four superblocks in guard mode
+// (every small allocation guarded, a quarantine of two objects) whose
+// backend can protect memory: where the tests make the kernel refuse to
+// restore access (RefuseRestore).
+func stuckable(t *testing.T) (*impl.Allocator, *impl.Cache) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize, Retain: -1,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 2, QuarantineBytes: 4 * spec.SuperblockSize}})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	needProtect(t, a)
+	c, err := a.NewCache()
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	return a, c
 }
