@@ -882,7 +882,7 @@ func (a *Allocator) decayPool(now int64) {
 func (a *Allocator) decayLater() {
 	a.lock()
 	defer a.mu.Unlock()
-	if !mutant.TimerFiredUncounted {
+	if !mutant.TimerFiredUncounted { // FREE-INVALID, MEM-ACCOUNT: how a checker tells the timer's work from a call's
 		a.fired++
 	}
 	if !mutant.TimerNotCleared && !mutant.TimerClearedLate {

@@ -420,7 +420,7 @@ func (a *Allocator) evict(i int) bool {
 	}
 	if g.protects {
 		if !mutant.GuardNoProtect && a.be.protect(p, n, true) != nil {
-			a.quar.q[i].stuck = !mutant.StuckUnmarked
+			a.quar.q[i].stuck = !mutant.StuckUnmarked // OOM-REAL: it may stay past an out-of-memory
 			return false
 		}
 		if dirty > 0 && a.debug { // the decommit failed: pooled dirty memory holds poison
