@@ -2,7 +2,9 @@ package impl_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -167,4 +169,63 @@ func TestSnapshotShowsShortRemoteCount(t *testing.T) {
 		t.Errorf("an entry counting one remote word short of its set shows SameRemote: %+v", e)
 	}
 	must(t, c.Free(x))
+}
+
+// TestSnapshotShowsPooledAt (MEM-ACCOUNT: the check that no dirty superblock
+// outstays its decay reads SuperblockState.PooledAt): a large object freed at
+// a test clock's t0, with Retain none and Decay an hour, leaves its
+// superblock pooled dirty, and the snapshot shows it pooled at t0 exactly.
+// Slip (adv15c 09, snapnopooledat): the snapshot leaves PooledAt zero, so
+// the check takes every pooled superblock for one past its decay; only
+// TestMachine's draws killed it.
+func TestSnapshotShowsPooledAt(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Retain: -1, Decay: time.Hour})
+	t0 := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return t0 })
+	big := allocSBs(t, c, 1)
+	i := sbOf(a, big)
+	must(t, c.Free(big))
+	for _, st := range a.Snapshot().Superblocks {
+		if st.Index != i {
+			continue
+		}
+		if st.State != impl.SBPool || !st.Dirty {
+			t.Fatalf("setup: superblock %d is %v, dirty %v; want pooled dirty", i, st.State, st.Dirty)
+		}
+		if st.PooledAt != t0 {
+			t.Errorf("superblock %d pooled dirty at %d shows PooledAt %d", i, t0, st.PooledAt)
+		}
+		return
+	}
+	t.Fatalf("superblock %d is not in the snapshot", i)
+}
+
+// TestSnapshotShowsOrphanNotify (CONSERVE: every notified superblock is on
+// exactly one notification stack, invariants.Check): c closes with two
+// objects of its superblock s live, and s is an orphan; a remote free whose
+// owner read came before the close then notifies it (impl.NotifyLate stands in
+// for the free, whose window only the yield build holds open), which puts s
+// on the orphans' stack, where the snapshot must show it. Slip (adv15c 35,
+// snapnoorphannotify): the snapshot does not walk that stack; only the yield
+// build's window tests killed it.
+func TestSnapshotShowsOrphanNotify(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, d := mustCache(t, a), mustCache(t, a)
+	x, y := allocN(t, c, 64), allocN(t, c, 64)
+	s := sbOf(a, x)
+	must(t, c.Close())
+	impl.NotifyLate(a, s)
+	snap := a.Snapshot()
+	for _, st := range snap.Superblocks {
+		if st.Index == s && (st.Owner != -1 || !st.Notified) {
+			t.Fatalf("setup: superblock %d has owner %d, notified %v; want an orphan with a notification", s, st.Owner, st.Notified)
+		}
+	}
+	if !slices.Contains(snap.OrphanNotify, s) {
+		t.Errorf("notified orphan %d is not on the orphans' notification stack %v", s, snap.OrphanNotify)
+	}
+	must(t, d.Free(x))
+	must(t, d.Free(y))
 }

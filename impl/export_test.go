@@ -215,3 +215,11 @@ func (r refusingRestore) protect(p unsafe.Pointer, n uintptr, access bool) error
 	}
 	return r.backend.protect(p, n, access)
 }
+
+// NotifyLate notifies superblock i as a remote free does after its CAS, with
+// whatever owner i has now: for an orphan, the push a remote free makes when
+// its owner closed between the free's read of the owner and its notify (a
+// window only the yield build can hold open), without the free.
+func NotifyLate(a *Allocator, i int) {
+	a.notify(a.lookup(uintptr(i)))
+}

@@ -237,6 +237,9 @@ func (a *Allocator) snapshot() *Snapshot {
 				State: SBState(state), Gen: gen, Class: -1, Owner: -1, Dirty: sb.dirty,
 				Notified: sb.notified.Load(), PooledAt: sb.pooledAt,
 			}
+			if mutant.SnapNoPooledAt { // MEM-ACCOUNT: the decay check reads PooledAt
+				st.PooledAt = 0
+			}
 			switch g, guarded := isGuardMark(k); {
 			case k < spec.NumClasses:
 				st.Class = int(k)
@@ -261,6 +264,9 @@ func (a *Allocator) snapshot() *Snapshot {
 		s.Caches = append(s.Caches, c.snapshot(c.front))
 	}
 	s.OrphanNotify = a.walkNotify(a.orphanNotify.Load())
+	if mutant.SnapNoOrphanNotify { // CONSERVE: a notified orphan on no stack is a lost notification
+		s.OrphanNotify = nil
+	}
 	s.Orphans = make([][]int, spec.NumClasses)
 	for k := range s.Orphans {
 		s.Orphans[k] = a.walk(a.orphans[k])

@@ -419,6 +419,8 @@ const (
 	DebugSitesReused        = false
 	RetireKeepsLast         = false
 	SnapRemoteLen           = false
+	SnapNoPooledAt          = false
+	SnapNoOrphanNotify      = false
 )
 
 func Drop() bool { return false }

@@ -436,6 +436,8 @@ var (
 	DebugSitesReused        = on("debugsitesreused")
 	RetireKeepsLast         = on("retirekeepslast")
 	SnapRemoteLen           = on("snapremotelen")
+	SnapNoPooledAt          = on("snapnopooledat")
+	SnapNoOrphanNotify      = on("snapnoorphannotify")
 )
 
 var remoteFrees atomic.Uint64
