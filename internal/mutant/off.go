@@ -419,6 +419,9 @@ const (
 	DebugSitesReused        = false
 	RetireKeepsLast         = false
 	SnapRemoteLen           = false
+	GuardPageStart          = false
+	RecentPastRun           = false
+	DecayEdgeEarly          = false
 )
 
 func Drop() bool { return false }

@@ -436,6 +436,9 @@ var (
 	DebugSitesReused        = on("debugsitesreused")
 	RetireKeepsLast         = on("retirekeepslast")
 	SnapRemoteLen           = on("snapremotelen")
+	GuardPageStart          = on("guardpagestart")
+	RecentPastRun           = on("recentpastrun")
+	DecayEdgeEarly          = on("decayedgeearly")
 )
 
 var remoteFrees atomic.Uint64
