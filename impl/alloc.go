@@ -871,7 +871,7 @@ func (a *Allocator) pooled(start, n uint32) {
 // time past Retain (xmalloc-test) would walk it on every release. Under a.mu.
 func (a *Allocator) decayPool(now int64) {
 	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
-		a.decommitPool(a.retain/2, now-a.decay)
+		a.decommitPool(a.retain/2, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
 	}
 	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
 		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)

@@ -643,7 +643,7 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 		}
 	}
 	for j := a.quar.nrecent - 1 + int(b2i(mutant.RecentFromNext)); !found && j >= max(0, a.quar.nrecent-recentLen); j-- {
-		if q := a.quar.recent[j%recentLen]; q.idx <= i && i < q.idx+q.n {
+		if q := a.quar.recent[j%recentLen]; q.idx <= i && (i < q.idx+q.n || mutant.RecentPastRun && i == q.idx+q.n) { // GUARD-FAULT
 			e, found, released = q, true, !mutant.ExplainReleasedFlag
 		}
 	}

@@ -139,7 +139,7 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 		return a.stalePoolFree(off, k)
 	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && !own:
 		return errDouble(addr, int(k)) // FREE-DOUBLE: a moving Realloc's, not returned yet
-	case state == stateGuard && off&(spec.SuperblockSize-1) == 0:
+	case state == stateGuard && (off&(spec.SuperblockSize-1) == 0 || mutant.GuardPageStart && off&(spec.PageSize-1) == 0): // FREE-INVALID
 		head.reserved = false
 		return a.freeGuarded(c, head, int(k), site)
 	case state == stateGuard:

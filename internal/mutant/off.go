@@ -421,6 +421,9 @@ const (
 	SnapRemoteLen           = false
 	SnapNoPooledAt          = false
 	SnapNoOrphanNotify      = false
+	GuardPageStart          = false
+	RecentPastRun           = false
+	DecayEdgeEarly          = false
 )
 
 func Drop() bool { return false }

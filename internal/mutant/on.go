@@ -438,6 +438,9 @@ var (
 	SnapRemoteLen           = on("snapremotelen")
 	SnapNoPooledAt          = on("snapnopooledat")
 	SnapNoOrphanNotify      = on("snapnoorphannotify")
+	GuardPageStart          = on("guardpagestart")
+	RecentPastRun           = on("recentpastrun")
+	DecayEdgeEarly          = on("decayedgeearly")
 )
 
 var remoteFrees atomic.Uint64
