@@ -419,6 +419,16 @@ const (
 	DebugSitesReused        = false
 	RetireKeepsLast         = false
 	SnapRemoteLen           = false
+	RemoteStore             = false
+	DrainLoadStore          = false
+	CloseSealFirst          = false
+	OrphanNextLate          = false
+	CloseNextLate           = false
+	NotifyOwnerHoisted      = false
+	ReleaseStampStore       = false
+	LateAppendEarly         = false
+	NotifyLinkLate          = false
+	RerouteStore            = false
 )
 
 func Drop() bool { return false }

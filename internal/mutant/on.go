@@ -436,6 +436,16 @@ var (
 	DebugSitesReused        = on("debugsitesreused")
 	RetireKeepsLast         = on("retirekeepslast")
 	SnapRemoteLen           = on("snapremotelen")
+	RemoteStore             = on("remotestore")
+	DrainLoadStore          = on("drainloadstore")
+	CloseSealFirst          = on("closesealfirst")
+	OrphanNextLate          = on("orphannextlate")
+	CloseNextLate           = on("closenextlate")
+	NotifyOwnerHoisted      = on("notifyownerhoisted")
+	ReleaseStampStore       = on("releasestampstore")
+	LateAppendEarly         = on("lateappendearly")
+	NotifyLinkLate          = on("notifylinklate")
+	RerouteStore            = on("reroutestore")
 )
 
 var remoteFrees atomic.Uint64
