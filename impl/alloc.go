@@ -870,9 +870,14 @@ func (a *Allocator) pooled(start, n uint32) {
 			a.counts.dirtyPooled++
 		}
 	}
-	a.decayNext = min(a.decayNext, now+a.decay)
+	if !mutant.DecayNextLate {
+		a.decayNext = min(a.decayNext, now+a.decay)
+	}
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
+	}
+	if mutant.DecayNextLate { // MEM-ACCOUNT: a release after a walk that left no deadline does not walk
+		a.decayNext = min(a.decayNext, now+a.decay)
 	}
 }
 

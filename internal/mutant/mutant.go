@@ -444,4 +444,5 @@ var All = []Mutant{
 	{"lateappendearly", "STATS-EXACT", "Cache.Flush", "a release records a word's pending bits as late double frees before its stamping CAS, so a CAS that fails and retries counts them again (adv16b 19)"},
 	{"notifylinklate", "LIFECYCLE", "Cache.Free", "notify links the superblock to the stack's old head after its push CAS instead of before: a drain popping the stack in between follows the superblock's link of an earlier push, and loses the rest of the stack (adv16b 04)"},
 	{"reroutestore", "LIFECYCLE", "Cache.Flush", "reroute empties the stack of an owner that gave a superblock up with a Store(nil) instead of a CAS from the head it read: a superblock announced there since is wiped, marked notified on no stack (adv16b 24)"},
+	{"decaynextlate", "MEM-ACCOUNT", "Allocator.Trim", "a release into the pool sets the decay deadline after it decays the pool instead of before: after a Trim (no deadline) a release with Decay negative does not walk, and its superblock stays committed until a timer fires (adv16b 29)"},
 }

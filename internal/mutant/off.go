@@ -429,6 +429,7 @@ const (
 	LateAppendEarly         = false
 	NotifyLinkLate          = false
 	RerouteStore            = false
+	DecayNextLate           = false
 )
 
 func Drop() bool { return false }

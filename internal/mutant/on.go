@@ -446,6 +446,7 @@ var (
 	LateAppendEarly         = on("lateappendearly")
 	NotifyLinkLate          = on("notifylinklate")
 	RerouteStore            = on("reroutestore")
+	DecayNextLate           = on("decaynextlate")
 )
 
 var remoteFrees atomic.Uint64
