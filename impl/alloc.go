@@ -739,12 +739,23 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	for g := range rs.w {
 		for {
 			w := rs.w[g].Load()
+			yield(YieldReleaseStamp)
 			stamp := tag
 			if mutant.StampSameGen {
 				stamp = gen
 			}
-			if rs.w[g].CompareAndSwap(w, uint64(stamp)<<32) {
+			if mutant.LateAppendEarly && uint32(w) != 0 { // STATS-EXACT: counted before the CAS, again at each retry
+				late = append(late, uint64(g)<<32|uint64(uint32(w)))
+			}
+			if mutant.ReleaseStampStore { // FREE-DOUBLE, STATS-EXACT: a Store, not a CAS: a free landing since the Load is lost
+				rs.w[g].Store(uint64(stamp) << 32)
 				if uint32(w) != 0 {
+					late = append(late, uint64(g)<<32|uint64(uint32(w)))
+				}
+				break
+			}
+			if rs.w[g].CompareAndSwap(w, uint64(stamp)<<32) {
+				if uint32(w) != 0 && !mutant.LateAppendEarly {
 					late = append(late, uint64(g)<<32|uint64(uint32(w)))
 				}
 				break
@@ -859,9 +870,14 @@ func (a *Allocator) pooled(start, n uint32) {
 			a.counts.dirtyPooled++
 		}
 	}
-	a.decayNext = min(a.decayNext, now+a.decay)
+	if !mutant.DecayNextLate {
+		a.decayNext = min(a.decayNext, now+a.decay)
+	}
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
+	}
+	if mutant.DecayNextLate { // MEM-ACCOUNT: a release after a walk that left no deadline does not walk
+		a.decayNext = min(a.decayNext, now+a.decay)
 	}
 }
 
@@ -1087,6 +1103,9 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 			a.collectOrphan(c, sb)
 		} else if !mutant.OrphanDropForward {
 			a.forward(sb)
+		}
+		if mutant.OrphanNextLate { // LIFECYCLE: the link read after the collection, when a push may have overwritten it
+			next = sb.nextNotify.Load()
 		}
 		if mutant.OrphanNotifiedLate {
 			sb.notified.Store(false)

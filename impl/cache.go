@@ -1155,15 +1155,26 @@ func (c *Cache) Close() error {
 	c.flush()
 	c.closed = true
 	a := c.a
-	a.orphanAll(c)
-	yield(YieldCloseOrphaned)
-	// The owners are nil now; close the stack and forward what was on it.
-	for sb := c.notify.Swap(closedStack); sb != nil; {
+	var sealed *superblock
+	if mutant.CloseSealFirst { // LIFECYCLE: the stack sealed while c still owns its superblocks
+		sealed = c.notify.Swap(closedStack)
+		yield(YieldCloseOrphaned)
+		a.orphanAll(c)
+	} else {
+		a.orphanAll(c)
+		yield(YieldCloseOrphaned)
+		// The owners are nil now; close the stack and forward what was on it.
+		sealed = c.notify.Swap(closedStack)
+	}
+	for sb := sealed; sb != nil; {
 		next := sb.nextNotify.Load()
 		if !mutant.CloseNotifiedKept {
 			sb.notified.Store(false) // LIFECYCLE: or forward's notify finds the mark and pushes it nowhere
 		}
 		a.forward(sb)
+		if mutant.CloseNextLate { // LIFECYCLE: the link read after forward's push overwrote it
+			next = sb.nextNotify.Load()
+		}
 		sb = next
 	}
 	ways := c.sbc[:]

@@ -88,6 +88,10 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 		if mutant.PoisonBeforeTag && c.a.debug {
 			poison(unsafe.Slice((*byte)(unsafe.Add(c.a.start, off)), e.size))
 		}
+		if mutant.RemoteStore { // FREE-DOUBLE, CONSERVE: a Store, not a CAS: a free landing since the Load is wiped
+			w.Store(old | uint64(m))
+			break
+		}
 		if w.CompareAndSwap(old, old|uint64(m)) {
 			break
 		}
@@ -111,9 +115,16 @@ func (a *Allocator) notify(sb *superblock) {
 		return
 	}
 	yield(YieldNotifyPush)
+	var first *Cache
+	if mutant.NotifyOwnerHoisted {
+		first = sb.owner.Load()
+	}
 	for {
 		head := &a.orphanNotify
 		o := sb.owner.Load()
+		if mutant.NotifyOwnerHoisted { // LIFECYCLE: the owner read once, before the retry loop
+			o = first
+		}
 		if o != nil {
 			head = &o.notify
 		}
@@ -129,8 +140,14 @@ func (a *Allocator) notify(sb *superblock) {
 			}
 			continue
 		}
-		sb.nextNotify.Store(h)
+		if !mutant.NotifyLinkLate {
+			sb.nextNotify.Store(h)
+		}
 		if head.CompareAndSwap(h, sb) {
+			yield(YieldNotifyPushed)
+			if mutant.NotifyLinkLate { // LIFECYCLE: linked after the push: a drain meanwhile follows the old link
+				sb.nextNotify.Store(h)
+			}
 			if o != nil && sb.owner.Load() != o && !mutant.NoReroute && !(mutant.RerouteOrphanOnly && sb.owner.Load() != nil) {
 				a.reroute(o) // LIFECYCLE: o gave sb up (orphanFull) and may never drain
 			}
@@ -151,7 +168,11 @@ func (a *Allocator) reroute(o *Cache) {
 		if h == nil || h == closedStack && !mutant.RerouteUnseals {
 			return
 		}
-		if o.notify.CompareAndSwap(h, nil) {
+		yield(YieldRerouteSwap)
+		if mutant.RerouteStore { // LIFECYCLE: a Store, not a CAS: a push since the Load is wiped
+			o.notify.Store(nil)
+		}
+		if mutant.RerouteStore || o.notify.CompareAndSwap(h, nil) {
 			for sb := h; sb != nil; {
 				next := sb.nextNotify.Load() // before forward: its push overwrites the link
 				if !mutant.RerouteNotifiedKept {
@@ -181,7 +202,14 @@ func (c *Cache) drainNotify() {
 		return // the common case, without the locked swap
 	}
 	popped := uint32(0)
-	for sb := c.notify.Swap(nil); sb != nil; {
+	var head *superblock
+	if mutant.DrainLoadStore { // LIFECYCLE, CONSERVE: a Load, and a Store(nil) once done: a push meanwhile is wiped
+		head = c.notify.Load()
+		defer c.notify.Store(nil)
+	} else {
+		head = c.notify.Swap(nil)
+	}
+	for sb := head; sb != nil; {
 		if mutant.Build {
 			if popped++; popped > c.a.nsb {
 				panic("refalloc: a notification stack longer than the reservation: a cycle") // a mutant's double push, a failure rather than a hang

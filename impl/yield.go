@@ -19,9 +19,12 @@ const (
 	YieldRemoteNotify   = "remote.notify"   // freeRemote's CAS succeeded, before notifying
 	YieldNotifyPush     = "notify.push"     // notify owns the link, before pushing
 	YieldNotifyOwner    = "notify.owner"    // notify read the owner, before reading its stack
+	YieldNotifyPushed   = "notify.pushed"   // notify pushed the superblock, before reading its owner again
+	YieldRerouteSwap    = "reroute.swap"    // reroute read the stack of the owner that gave a superblock up, before taking it
 	YieldDrainPop       = "drain.pop"       // drainNotify popped its stack, before collecting
 	YieldCollectSwap    = "collect.swap"    // collectWord read a word, before swapping it
 	YieldReleaseLock    = "release.lock"    // Cache.release dropped its entry, before a.mu
+	YieldReleaseStamp   = "release.stamp"   // releaseLocked read a remote word, before its CAS stamps it
 	YieldReleaseStamped = "release.stamped" // releaseLocked stamped the words, before relabelling
 	YieldAcquireCarve   = "acquire.carve"   // acquireSmall set the remote set and owner, before the layout
 	YieldOrphanDrain    = "orphan.drain"    // drainOrphanNotify popped an orphan, before collecting

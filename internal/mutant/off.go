@@ -424,6 +424,17 @@ const (
 	GuardPageStart          = false
 	RecentPastRun           = false
 	DecayEdgeEarly          = false
+	RemoteStore             = false
+	DrainLoadStore          = false
+	CloseSealFirst          = false
+	OrphanNextLate          = false
+	CloseNextLate           = false
+	NotifyOwnerHoisted      = false
+	ReleaseStampStore       = false
+	LateAppendEarly         = false
+	NotifyLinkLate          = false
+	RerouteStore            = false
+	DecayNextLate           = false
 )
 
 func Drop() bool { return false }

@@ -441,6 +441,17 @@ var (
 	GuardPageStart          = on("guardpagestart")
 	RecentPastRun           = on("recentpastrun")
 	DecayEdgeEarly          = on("decayedgeearly")
+	RemoteStore             = on("remotestore")
+	DrainLoadStore          = on("drainloadstore")
+	CloseSealFirst          = on("closesealfirst")
+	OrphanNextLate          = on("orphannextlate")
+	CloseNextLate           = on("closenextlate")
+	NotifyOwnerHoisted      = on("notifyownerhoisted")
+	ReleaseStampStore       = on("releasestampstore")
+	LateAppendEarly         = on("lateappendearly")
+	NotifyLinkLate          = on("notifylinklate")
+	RerouteStore            = on("reroutestore")
+	DecayNextLate           = on("decaynextlate")
 )
 
 var remoteFrees atomic.Uint64
