@@ -287,6 +287,10 @@ func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 				b = cc.next()
 			}
 			if b != 0 {
+				if mutant.AlignedPopUnpinned { // FRONT-EXCLUSIVE: the pop after the token went back
+					unpin(p, c)
+					return cc.pop(b, n), nil
+				}
 				r := cc.pop(b, n)
 				unpin(p, c)
 				return r, nil

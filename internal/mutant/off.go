@@ -421,6 +421,7 @@ const (
 	SnapRemoteLen           = false
 	SnapNoPooledAt          = false
 	SnapNoOrphanNotify      = false
+	AlignedPopUnpinned      = false
 	GuardPageStart          = false
 	RecentPastRun           = false
 	DecayEdgeEarly          = false

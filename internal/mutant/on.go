@@ -438,6 +438,7 @@ var (
 	SnapRemoteLen           = on("snapremotelen")
 	SnapNoPooledAt          = on("snapnopooledat")
 	SnapNoOrphanNotify      = on("snapnoorphannotify")
+	AlignedPopUnpinned      = on("alignedpopunpinned")
 	GuardPageStart          = on("guardpagestart")
 	RecentPastRun           = on("recentpastrun")
 	DecayEdgeEarly          = on("decayedgeearly")

@@ -8,7 +8,9 @@
 // the same per-P cache. In reuse the first one wrote before its free, which
 // the detector must accept (the per-P cache's token orders the two, as the P
 // does without -race); in afterfree it writes after its free, which races with
-// the next owner and must be reported.
+// the next owner and must be reported. -handoff=aligned is reuse with an
+// AllocAligned of b's class on the first goroutine after its free of b:
+// its pop too is ordered by the token, and must not be reported.
 package main
 
 import (
@@ -29,8 +31,8 @@ func main() {
 		os.Exit(2)
 	}
 	switch *handoff {
-	case "reuse", "afterfree":
-		front(a, *handoff == "afterfree")
+	case "reuse", "afterfree", "aligned":
+		front(a, *handoff == "afterfree", *handoff == "aligned")
 		fmt.Println("backend ok")
 		return
 	}
@@ -58,7 +60,7 @@ func main() {
 // one P, through the Allocator's methods; the two goroutines do not
 // synchronize otherwise (the second only polls a flag the race detector does
 // not see: an unsynchronized spin on a channel length).
-func front(a *impl.Allocator, afterFree bool) {
+func front(a *impl.Allocator, afterFree, aligned bool) {
 	runtime.GOMAXPROCS(1)
 	keep, _ := a.Alloc(64) // the superblock stays, with b's slot reused
 	w, _ := a.Alloc(64)
@@ -86,6 +88,7 @@ func front(a *impl.Allocator, afterFree bool) {
 			a.Free(o)
 		}
 	}()
+	var x []byte
 	if afterFree {
 		a.Free(b)
 		freed <- struct{}{}
@@ -93,8 +96,14 @@ func front(a *impl.Allocator, afterFree bool) {
 	} else {
 		b[7] = 42
 		a.Free(b)
+		if aligned { // the last use of the P's cache before the other goroutine's, of b's class
+			x, _ = a.AllocAligned(64, 64)
+		}
 		freed <- struct{}{}
 	}
 	<-done
 	a.Free(keep)
+	if x != nil {
+		a.Free(x)
+	}
 }
