@@ -65,19 +65,54 @@ func TestStressOracle(t *testing.T) {
 		for _, v := range rep.Violations {
 			t.Errorf("%s: %s (seed %d, at %v)", v.Rule, v.Detail, v.Seed, v.At)
 		}
-		if rep.Checks < 10 || rep.RemoteFrees == 0 || rep.Reopens == 0 || rep.FlushChecks == 0 || rep.BadFrees == 0 {
-			t.Errorf("the soak did too little to mean anything:\n%v", rep)
-		}
-		// The driver did what it claims: the way count asked for, calls on
-		// the Allocator's methods and from goroutines that come and go,
-		// Reallocs and aligned allocations, objects handed to another worker,
-		// bad frees of both kinds.
-		if rep.Edges != rep.EdgeSizes || rep.EdgeSizes == 0 {
-			t.Errorf("the soak allocated %d of the %d edge sizes it draws; want all", rep.Edges, rep.EdgeSizes)
-		}
-		if rep.Ways != ways || rep.FrontCalls == 0 || rep.ShortLived == 0 || rep.Reallocs == 0 || rep.Aligned == 0 || rep.Handoff == 0 || rep.BadForeign == 0 {
-			t.Errorf("the soak ran %d ways (want %d), %d Allocator calls, %d short-lived goroutines, %d reallocs, %d aligned allocations, %d objects handed over, %d bad frees of another Allocator's objects; want each > 0:\n%v",
-				rep.Ways, ways, rep.FrontCalls, rep.ShortLived, rep.Reallocs, rep.Aligned, rep.Handoff, rep.BadForeign, rep)
-		}
+		soakDidWhatItClaims(t, rep, ways)
 	}
+}
+
+// soakDidWhatItClaims fails t unless the soak did enough to mean anything and
+// its driver did what it claims: the way count asked for, calls on the
+// Allocator's methods and from goroutines that come and go, Reallocs and
+// aligned allocations, objects handed to another worker, bad frees of both
+// kinds, every edge size, and checks after a full flush (STATS-EXACT).
+func soakDidWhatItClaims(t *testing.T, rep *invariants.SoakReport, ways int) {
+	t.Helper()
+	if rep.Checks < 10 || rep.RemoteFrees == 0 || rep.Reopens == 0 || rep.FlushChecks == 0 || rep.BadFrees == 0 {
+		t.Errorf("the soak did too little to mean anything:\n%v", rep)
+	}
+	if rep.Edges != rep.EdgeSizes || rep.EdgeSizes == 0 {
+		t.Errorf("the soak allocated %d of the %d edge sizes it draws; want all", rep.Edges, rep.EdgeSizes)
+	}
+	if rep.Ways != ways || rep.FrontCalls == 0 || rep.ShortLived == 0 || rep.Reallocs == 0 || rep.Aligned == 0 || rep.Handoff == 0 || rep.BadForeign == 0 {
+		t.Errorf("the soak ran %d ways (want %d), %d Allocator calls, %d short-lived goroutines, %d reallocs, %d aligned allocations, %d objects handed over, %d bad frees of another Allocator's objects; want each > 0:\n%v",
+			rep.Ways, ways, rep.FrontCalls, rep.ShortLived, rep.Reallocs, rep.Aligned, rep.Handoff, rep.BadForeign, rep)
+	}
+}
+
+// TestSoakDriverDoesWhatItClaims: one short soak, with a way count other than
+// impl's default, does everything TestStressOracle's six long ones claim to
+// do (soakDidWhatItClaims) and finds nothing. It is TestStressOracle's
+// driver check at a fraction of its time: a slip in the driver (a dropped
+// kind of call, the default way count) fails here in well under a second.
+func TestSoakDriverDoesWhatItClaims(t *testing.T) {
+	const ways = 8 // not impl's default (16): a soak that ignores Ways shows 16
+	rep, err := invariants.Soak(invariants.SoakConfig{
+		Goroutines: 4,
+		Duration:   50 * time.Millisecond,
+		MinOps:     20_000, // enough for every edge size: one allocation in 8 is at an edge
+		Reserve:    24 << 20,
+		Ways:       ways,
+		Retain:     2 * spec.SuperblockSize,
+		Decay:      -1,
+		CheckEvery: 10 * time.Millisecond,
+		FlushEvery: 3,
+		Seed:       uint64(time.Now().UnixNano()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("%s: %s (seed %d, at %v)", v.Rule, v.Detail, v.Seed, v.At)
+	}
+	t.Logf("%d ops, %d checks, %d edges", rep.Ops, rep.Checks, rep.EdgeSizes)
+	soakDidWhatItClaims(t, rep, ways)
 }
