@@ -10,39 +10,22 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/invariants"
 	"github.com/refalloc/refalloc/spec"
 )
 
 // announcedOnAStack fails t unless every superblock marked notified sits on
-// exactly one notification stack (a cache's or the orphans'): notified is set
-// only by the goroutine that pushes the superblock, and reset only by the one
-// that pops it, so at a quiescent point a mark on no stack is a notification
-// lost, and every later remote free into that superblock goes unannounced.
+// exactly one notification stack, and no other does (invariants.NotifyStacks):
+// a notification on no stack is lost, and the remote frees it announces are
+// never collected.
 func announcedOnAStack(t *testing.T, a *impl.Allocator) {
 	t.Helper()
-	s := a.Snapshot()
-	stacks := [][]int{s.OrphanNotify}
-	for _, c := range s.Caches {
-		stacks = append(stacks, c.Notify)
-	}
-	for _, sb := range s.Superblocks {
-		if !sb.Notified {
-			continue
-		}
-		on := 0
-		for _, st := range stacks {
-			if slices.Contains(st, sb.Index) {
-				on++
-			}
-		}
-		if on != 1 {
-			t.Fatalf("superblock %d is marked notified and sits on %d notification stacks, want 1 (caches' stacks and the orphans': %v)", sb.Index, on, stacks)
-		}
+	for _, v := range invariants.NotifyStacks(a.Snapshot()) {
+		t.Fatalf("%s: %s", v.Rule, v.Detail)
 	}
 }
 

@@ -133,21 +133,7 @@ func TestRerouteKeepsRestOfStack(t *testing.T) {
 			must(t, w.Free(uObjs[0]))
 		})
 	must(t, err)
-	s := a.Snapshot()
-	on := map[int]bool{}
-	for _, c := range s.Caches {
-		for _, i := range c.Notify {
-			on[i] = true
-		}
-	}
-	for _, i := range s.OrphanNotify {
-		on[i] = true
-	}
-	for _, sb := range s.Superblocks {
-		if sb.Notified && !on[sb.Index] {
-			t.Errorf("superblock %d (%s) is marked notified on no stack: no remote free into it is announced again", sb.Index, sb.State)
-		}
-	}
+	announcedOnAStack(t, a)
 	must(t, old.Free(tObjs[1]))
 	must(t, old.Free(uObjs[1]))
 }

@@ -1098,8 +1098,13 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 		if !mutant.OrphanNotifiedLate {
 			sb.notified.Store(false)
 		}
-		// Owner first: an adopted superblock's list field is its owner's.
-		if sb.owner.Load() == nil && (sb.list == listOrphan || mutant.OrphanDrainPooled) {
+		// Owner first: an adopted superblock's list field is its owner's,
+		// who writes it outside a.mu (LIFECYCLE).
+		orphan := sb.owner.Load() == nil && (sb.list == listOrphan || mutant.OrphanDrainPooled)
+		if mutant.OrphanDrainListFirst {
+			orphan = sb.list == listOrphan && sb.owner.Load() == nil
+		}
+		if orphan {
 			a.collectOrphan(c, sb)
 		} else if !mutant.OrphanDropForward {
 			a.forward(sb)

@@ -20,18 +20,7 @@ func TestRaceBackendSeesPayload(t *testing.T) {
 	if testing.Short() && mutant.Active() == "" {
 		t.Skip("builds a -race binary")
 	}
-	gotool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool")
-	}
-	run := func(mode string) (string, error) {
-		args := []string{"run", "-race"}
-		if mutant.Build { // the mutant REFALLOC_MUTANT names, which the program inherits, is on there too
-			args = append(args, "-tags", "refalloc_mutants")
-		}
-		out, err := exec.Command(gotool, append(args, "./testdata/racehandoff", "-handoff="+mode)...).CombinedOutput()
-		return string(out), err
-	}
+	run := func(mode string) (string, error) { return raceRun(t, mode) }
 	out, err := run("racy")
 	if err == nil || !strings.Contains(out, "WARNING: DATA RACE") || !strings.Contains(out, "racehandoff") {
 		t.Fatalf("racy handoff: the detector did not report it (err %v):\n%s", err, out)
@@ -62,4 +51,25 @@ func TestRaceBackendSeesPayload(t *testing.T) {
 	if err != nil || strings.Contains(out, "DATA RACE") || !strings.Contains(out, "backend ok") {
 		t.Fatalf("an AllocAligned on the P before the reuse reported or failed (err %v):\n%s", err, out)
 	}
+}
+
+// raceRun runs testdata/racehandoff in mode, built with -race and the tags
+// given, and the mutant build's tag in a mutant build: the mutant
+// REFALLOC_MUTANT names, which the program inherits, is on there too. It
+// skips t if there is no go tool.
+func raceRun(t *testing.T, mode string, tags ...string) (string, error) {
+	t.Helper()
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	if mutant.Build {
+		tags = append(tags, "refalloc_mutants")
+	}
+	args := []string{"run", "-race"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	out, err := exec.Command(gotool, append(args, "./testdata/racehandoff", "-handoff="+mode)...).CombinedOutput()
+	return string(out), err
 }

@@ -280,19 +280,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			vs = append(vs, violation(spec.RuleConserve, "large object %#x of %d bytes spans %d superblocks", o.Addr, o.Usable, o.Superblocks))
 		}
 	}
-	// Every superblock marked notified is on exactly one notification stack
-	// (an owner's, maybe its previous owner's, or the orphans'), and no other
-	// is: a notification on no stack is lost, and the remote frees it
-	// announces are never collected.
-	stacks := map[int]int{}
-	for _, i := range s.OrphanNotify {
-		stacks[i]++
-	}
-	for _, c := range s.Caches {
-		for _, i := range c.Notify {
-			stacks[i]++
-		}
-	}
+	vs = append(vs, NotifyStacks(s)...)
 	// A superblock on a cache's stack is that cache's, or its remote frees
 	// wait for a drain of a cache that may never drain again (an idle former
 	// owner): a notify that finds the owner changed forwards the stack, and
@@ -306,11 +294,6 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			if st := bySB[i]; st != nil && st.Owner != c.ID && !(mutant.StackOrphanPending && st.Owner < 0) && hasPending(st) {
 				vs = append(vs, violation(spec.RuleLifecycle, "superblock %d (owner %d) has remote frees pending and is announced on the stack of cache %d, which is not its owner", i, st.Owner, c.ID))
 			}
-		}
-	}
-	for _, st := range s.Superblocks {
-		if n := stacks[st.Index]; st.Notified != (n == 1) && !(mutant.NotifiedUnstacked && !st.Notified) || n > 1 {
-			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks", st.Index, st.Notified, n))
 		}
 	}
 	total := int(s.Size / uintptr(s.SuperblockSize))
@@ -633,6 +616,30 @@ func NoFalsePoison(s *impl.Snapshot) []*Violation {
 		return []*Violation{violation(spec.RuleDebugPoison, "%d writes after free reported, none was made", n)}
 	}
 	return nil
+}
+
+// NotifyStacks (CONSERVE) needs no model, so a test can call it at any
+// quiescent point: every superblock marked notified is on exactly one
+// notification stack (an owner's, maybe its previous owner's, or the
+// orphans'), and no other is. A notification on no stack is lost, and the
+// remote frees it announces are never collected; one on two is popped twice.
+func NotifyStacks(s *impl.Snapshot) []*Violation {
+	var vs []*Violation
+	stacks := map[int]int{}
+	for _, i := range s.OrphanNotify {
+		stacks[i]++
+	}
+	for _, c := range s.Caches {
+		for _, i := range c.Notify {
+			stacks[i]++
+		}
+	}
+	for _, st := range s.Superblocks {
+		if n := stacks[st.Index]; st.Notified != (n == 1) && !(mutant.NotifiedUnstacked && !st.Notified) || n > 1 {
+			vs = append(vs, violation(spec.RuleConserve, "superblock %d: notified %v, on %d notification stacks (orphans' %v)", st.Index, st.Notified, n, s.OrphanNotify))
+		}
+	}
+	return vs
 }
 
 // CheckEmpty (EMPTY): after every object was freed and every cache flushed, no

@@ -436,6 +436,7 @@ const (
 	NotifyLinkLate          = false
 	RerouteStore            = false
 	DecayNextLate           = false
+	OrphanDrainListFirst    = false
 )
 
 func Drop() bool { return false }

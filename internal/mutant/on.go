@@ -453,6 +453,7 @@ var (
 	NotifyLinkLate          = on("notifylinklate")
 	RerouteStore            = on("reroutestore")
 	DecayNextLate           = on("decaynextlate")
+	OrphanDrainListFirst    = on("orphandrainlistfirst")
 )
 
 var remoteFrees atomic.Uint64

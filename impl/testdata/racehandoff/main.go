@@ -11,6 +11,9 @@
 // the next owner and must be reported. -handoff=aligned is reuse with an
 // AllocAligned of b's class on the first goroutine after its free of b:
 // its pop too is ordered by the token, and must not be reported.
+//
+// Built with -tags refalloc_yield it has more modes (yieldmodes.go), which
+// pause a goroutine at a yield point to set up their state.
 package main
 
 import (
@@ -22,8 +25,11 @@ import (
 	"github.com/refalloc/refalloc/impl"
 )
 
+// yieldModes are the modes of the refalloc_yield build (yieldmodes.go).
+var yieldModes = map[string]func(*impl.Allocator){}
+
 func main() {
-	handoff := flag.String("handoff", "sync", "sync, racy, reuse or afterfree")
+	handoff := flag.String("handoff", "sync", "sync, racy, reuse, afterfree, aligned, or one of yieldmodes.go's")
 	flag.Parse()
 	a, err := impl.New(impl.Options{Reserve: 1 << 20})
 	if err != nil {
@@ -33,6 +39,16 @@ func main() {
 	switch *handoff {
 	case "reuse", "afterfree", "aligned":
 		front(a, *handoff == "afterfree", *handoff == "aligned")
+		fmt.Println("backend ok")
+		return
+	case "sync", "racy":
+	default:
+		f, ok := yieldModes[*handoff]
+		if !ok {
+			fmt.Printf("-handoff=%s: no such mode in this build (the yield modes need -tags refalloc_yield)\n", *handoff)
+			os.Exit(2)
+		}
+		f(a)
 		fmt.Println("backend ok")
 		return
 	}
