@@ -20,12 +20,11 @@ func TestRaceBackendSeesPayload(t *testing.T) {
 	if testing.Short() && mutant.Active() == "" {
 		t.Skip("builds a -race binary")
 	}
-	run := func(mode string) (string, error) { return raceRun(t, mode) }
-	out, err := run("racy")
+	out, err := raceRun(t, "racy")
 	if err == nil || !strings.Contains(out, "WARNING: DATA RACE") || !strings.Contains(out, "racehandoff") {
 		t.Fatalf("racy handoff: the detector did not report it (err %v):\n%s", err, out)
 	}
-	out, err = run("sync")
+	out, err = raceRun(t, "sync")
 	if err != nil || strings.Contains(out, "DATA RACE") || !strings.Contains(out, "backend ok") {
 		t.Fatalf("synchronized handoff reported or failed (err %v):\n%s", err, out)
 	}
@@ -35,11 +34,11 @@ func TestRaceBackendSeesPayload(t *testing.T) {
 	// Through the per-P caches: a block freed on one goroutine and allocated
 	// again on another from the same P's cache. The token orders them (pinSync),
 	// so a write before the free is not reported; a write after it is.
-	out, err = run("afterfree")
+	out, err = raceRun(t, "afterfree")
 	if err == nil || !strings.Contains(out, "WARNING: DATA RACE") || !strings.Contains(out, "racehandoff") {
 		t.Fatalf("write after free through the front: the detector did not report it (err %v):\n%s", err, out)
 	}
-	out, err = run("reuse")
+	out, err = raceRun(t, "reuse")
 	if err != nil || strings.Contains(out, "DATA RACE") || !strings.Contains(out, "backend ok") {
 		t.Fatalf("reuse through the front reported or failed (err %v):\n%s", err, out)
 	}
@@ -47,7 +46,7 @@ func TestRaceBackendSeesPayload(t *testing.T) {
 	// other edge orders: its pop is ordered before the token goes back, so the
 	// other goroutine's use of the cache is not reported. Slip (adv16b 22,
 	// alignedpopunpinned): the pop after unpin, which the detector reports.
-	out, err = run("aligned")
+	out, err = raceRun(t, "aligned")
 	if err != nil || strings.Contains(out, "DATA RACE") || !strings.Contains(out, "backend ok") {
 		t.Fatalf("an AllocAligned on the P before the reuse reported or failed (err %v):\n%s", err, out)
 	}
