@@ -128,7 +128,9 @@ func (f *front) lock() *shard {
 // with NewCache are flushed by their owners.
 func (a *Allocator) Flush() {
 	a.flush()
-	a.deliver()
+	if !mutant.AdvSeventeenB30 { // FREE-DOUBLE: the bad frees Flush found not delivered to OnError
+		a.deliver()
+	}
 }
 
 // flush is Flush without the delivery of what it found (Trim delivers once
