@@ -127,20 +127,12 @@ func (c *Cache) handOutDebug(n, k int) []byte {
 		cc.sb.sites[idx] = c.a.sites.record()
 	}
 	if cc.needzero && !mutant.DebugNoVerify {
-		if mutant.AdvSeventeenB22 { // DEBUG-POISON: only the requested bytes verified, not the usable size
-			c.a.verifyPoison(c, s[:n], k, cc.sb.sites[idx])
-		} else {
-			c.a.verifyPoison(c, s, k, cc.sb.sites[idx])
-		}
+		c.a.verifyPoison(c, s, k, cc.sb.sites[idx])
 	}
 	// Always: a stale remote free of a held object poisoned it (and was
 	// dropped as a double free), fresh or not.
 	clear(s)
-	if mutant.AdvSeventeenB23 { // DEBUG-POISON: the site recorded at the index in the group, not in the superblock
-		cc.sb.sites[i] = c.a.sites.record()
-	} else {
-		cc.sb.sites[idx] = c.a.sites.record()
-	}
+	cc.sb.sites[idx] = c.a.sites.record()
 	return s[:n]
 }
 

@@ -44,9 +44,6 @@ func (e *FreeError) Unwrap() error { return e.Err }
 
 // FREE-DOUBLE
 func errDouble(addr uintptr, class int) error {
-	if mutant.AdvSeventeenB25 { // FREE-DOUBLE: the double free's error names the wrong rule
-		return &FreeError{Err: ErrDoubleFree, Addr: addr, Class: class, Rule: spec.RuleFreeInvalid}
-	}
 	return &FreeError{Err: ErrDoubleFree, Addr: addr, Class: class, Rule: spec.RuleFreeDouble}
 }
 

@@ -128,9 +128,7 @@ func (f *front) lock() *shard {
 // with NewCache are flushed by their owners.
 func (a *Allocator) Flush() {
 	a.flush()
-	if !mutant.AdvSeventeenB30 { // FREE-DOUBLE: the bad frees Flush found not delivered to OnError
-		a.deliver()
-	}
+	a.deliver()
 }
 
 // flush is Flush without the delivery of what it found (Trim delivers once

@@ -249,11 +249,7 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 			// cc.pop, by hand: with zero inlined it is over the inliner's budget.
 			o := cc.lowest(b)
 			if cc.needzero && !mutant.NoZero { // ZEROED
-				if mutant.AdvSeventeenB27 { // ZEROED: only the requested bytes zeroed, not the capacity
-					zero(o, uintptr(n))
-				} else {
-					zero(o, uintptr(cc.size))
-				}
+				zero(o, uintptr(cc.size))
 			}
 			r := object(o, n, cc.size) // FRONT-EXCLUSIVE: cc is not ours after unpin
 			unpin(p, c)
@@ -284,11 +280,7 @@ func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 	p := pin()
 	c := a.front.procs.pinned(p)
 	if c != nil && uint(n) <= spec.MaxSmall && spec.ValidAlign(align) {
-		k := spec.AlignedClass(n, align)
-		if mutant.AdvSeventeenB29 { // ALIGN: the fast path serves the size's class, ignoring the alignment
-			k = spec.SizeToClass(n)
-		}
-		if k != spec.Large {
+		if k := spec.AlignedClass(n, align); k != spec.Large {
 			cc := &c.cls[k&(clsSlots-1)]
 			b := cc.next()
 			if b == 0 && cc.bits == 0 && c.refillPinned(p, k) {
@@ -351,9 +343,7 @@ func (a *Allocator) Free(b []byte) error {
 					// which locks (LIFECYCLE). larson's superblocks on the full
 					// list publish every few frees, each a slow path before.
 					*e.freeWord(g) |= m
-					if !mutant.AdvSeventeenB28 { // STATS-LAG: the publishing free not counted in localFreed
-						sb.localFreed++
-					}
+					sb.localFreed++
 					if mutant.PinnedPublishNoFold {
 						c.relist(sb, false)
 						unpin(p, c)

@@ -290,11 +290,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	a.counts.guard++
 	a.quar.allocs++
 	a.quar.live++
-	if mutant.AdvSeventeenB20 { // GUARD-FAULT: Stats.Guard.LiveBytes credited the requested size
-		a.quar.bytes += uint64(n)
-	} else {
-		a.quar.bytes += uint64(size)
-	}
+	a.quar.bytes += uint64(size)
 	locked = false
 	a.mu.Unlock()
 	yield(YieldGuardMade)
@@ -311,9 +307,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 func (a *Allocator) freeGuarded(c *Cache, sb *superblock, k int, site uint32) error {
 	a.quar.live--
 	a.quar.bytes -= uint64(sb.usable)
-	if !mutant.AdvSeventeenB15 { // MEM-ACCOUNT: a freed guarded object's superblock stays in use
-		a.counts.guard--
-	}
+	a.counts.guard--
 	c.publishFrees(k, 1) // STATS-LAG: exact at the event
 	if !a.quarantine(sb, 1, k, site) {
 		if a.debug {
@@ -375,9 +369,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 			for j := head.idx; j < head.idx+m; j++ {
 				if sb := a.lookup(uintptr(j)); sb.dirty {
 					sb.dirty = false
-					if !mutant.AdvSeventeenB16 { // MEM-ACCOUNT: decommitted quarantine still counted committed
-						a.counts.committed--
-					}
+					a.counts.committed--
 				}
 			}
 		}
@@ -448,11 +440,7 @@ func (a *Allocator) evict(i int) bool {
 	} else {
 		a.quar.q = slices.Delete(a.quar.q, i, i+1)
 	}
-	if mutant.AdvSeventeenB17 { // GUARD-FAULT: one superblock per object released, not its run
-		a.quar.qsbs--
-	} else {
-		a.quar.qsbs -= e.n
-	}
+	a.quar.qsbs -= e.n
 	a.quar.recent[a.quar.nrecent%recentLen] = e
 	a.quar.nrecent++
 	a.quar.released++
@@ -664,17 +652,10 @@ func (a *Allocator) ExplainAddr(addr uintptr) (*UseAfterFreeError, bool) {
 		return nil, false
 	}
 	start := a.base + uintptr(e.idx)<<spec.SuperblockShift
-	if mutant.AdvSeventeenB18 { // GUARD-FAULT: the report's size is the run's bytes, not the object's
-		e.usable = int(e.n) << spec.SuperblockShift
-	}
-	r := &UseAfterFreeError{
+	return &UseAfterFreeError{
 		Addr: addr, Object: start, Offset: int(addr - start), Size: e.usable, Class: e.class,
 		AllocSite: a.sites.format(e.alloc), FreeSite: a.sites.format(e.free), Released: released,
-	}
-	if mutant.AdvSeventeenB19 { // GUARD-FAULT: the allocating and freeing stacks swapped
-		r.AllocSite, r.FreeSite = r.FreeSite, r.AllocSite
-	}
-	return r, true
+	}, true
 }
 
 // CatchFaults makes a fault of the calling goroutine a panic
@@ -706,9 +687,6 @@ func (a *Allocator) CatchFaults(report func(*UseAfterFreeError)) func() {
 			e.AccessSite = accessSite()
 		}
 		if report == nil {
-			if mutant.AdvSeventeenB21 { // GUARD-FAULT: the fault swallowed when there is no report func
-				return
-			}
 			panic(e)
 		}
 		report(e)

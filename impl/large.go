@@ -42,11 +42,7 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
 	}
-	if mutant.AdvSeventeenB07 { // LARGE-EXACT: the requested size published, not the usable one
-		a.publishLarge(i, m, n, site, reserve)
-	} else {
-		a.publishLarge(i, m, usable, site, reserve)
-	}
+	a.publishLarge(i, m, usable, site, reserve)
 	return b[:n], nil
 }
 
@@ -171,11 +167,7 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 		return nil
 	}
 	if a.debug {
-		n := uintptr(m) << spec.SuperblockShift
-		if mutant.AdvSeventeenB08 { // DEBUG-POISON: only the usable bytes poisoned, not the run
-			n = head.usable
-		}
-		poison(unsafe.Slice((*byte)(a.sbAddr(head)), n))
+		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
 	}
 	a.poolRun(head.idx, m, largeMark)
 	return nil
@@ -207,11 +199,7 @@ func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []
 		}
 		sb.dirty = true
 	}
-	if mutant.AdvSeventeenB10 { // MEM-ACCOUNT: every superblock taken counted as growth, not the fresh ones
-		a.purgeOnGrowth(int(m))
-	} else {
-		a.purgeOnGrowth(fresh)
-	}
+	a.purgeOnGrowth(fresh)
 	return dirty, dirtySB
 }
 
@@ -345,11 +333,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		if a.debug {
 			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m-uint32(b2i(mutant.ShrinkPoisonShort)))<<spec.SuperblockShift))
 		}
-		if mutant.AdvSeventeenB09 { // FREE-INVALID: the shrunk tail's first superblock marked as a large head
-			a.poolRun(head.idx+m, old-m, largeMark)
-		} else {
-			a.poolRun(head.idx+m, old-m, noClass)
-		}
+		a.poolRun(head.idx+m, old-m, noClass)
 	case m > old:
 		if !a.takeRunAt(head.idx+old, m-old) {
 			return 0, nil, false, false
@@ -379,7 +363,7 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
 			if x != Poison {
 				if a.opt.OnError != nil {
 					a.report(&WriteAfterFreeError{
-						Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Offset: lo*int(1-b2i(mutant.AdvSeventeenB11)) + off, Size: len(b), // DEBUG-POISON: a17b11 forgets the superblock's offset
+						Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Offset: lo + off, Size: len(b),
 						Class: spec.Large, Site: a.sites.format(site),
 					})
 				}

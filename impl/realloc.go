@@ -47,9 +47,6 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 		return nil, errSize(n, 1)
 	}
 	keep := min(len(b), n)
-	if mutant.AdvSeventeenB12 { // ZEROED: keeps the bytes up to cap, not len
-		keep = min(cap(b), n)
-	}
 	if r, ok := c.resize(b, n, keep); ok {
 		return r, nil
 	}
@@ -118,7 +115,7 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 	} else {
 		copy(nb, src)
 	}
-	if err := c.Free(b); err != nil && !mutant.AdvSeventeenB13 { // FREE-DOUBLE: a17b13 swallows the failed free of b
+	if err := c.Free(b); err != nil {
 		return nil, err
 	}
 	returned = true
@@ -177,8 +174,7 @@ func (c *Cache) resizable(b []byte, n int) bool {
 	case stateSmall:
 		// n may exceed MaxSmall when b is stale: a large object's slice whose
 		// superblock is small now.
-		// ZEROED: a17b14 resizes another cache's object in place
-		if sb.owner.Load() != c && !mutant.AdvSeventeenB14 || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) && !mutant.ResizableNoCap {
+		if sb.owner.Load() != c || n > spec.MaxSmall || spec.SizeToClass(n) != int(k) || cap(b) != spec.ClassSize(int(k)) && !mutant.ResizableNoCap {
 			return false
 		}
 		rel := uint32(off) & (spec.SuperblockSize - 1)

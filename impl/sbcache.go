@@ -113,7 +113,7 @@ func (e *sbEntry) current() bool {
 
 // invalidate drops c's entry for sb, if it has one.
 func (c *Cache) invalidate(sb *superblock) {
-	if e := c.way(uintptr(sb.idx)); e.tag() == uintptr(sb.idx) && (!mutant.AdvSeventeenB06 || e.mine()) { // CACHE-COHERENT: a17b06 keeps a non-mine entry
+	if e := c.way(uintptr(sb.idx)); e.tag() == uintptr(sb.idx) {
 		e.key = noKey
 	}
 }

@@ -252,11 +252,7 @@ func (a *Allocator) snapshot() *Snapshot {
 				st.GuardSlot, st.Objects, st.Live = true, 1, 1
 			}
 			if state == stateLargeHead {
-				usable := int(sb.usable)
-				if mutant.AdvSeventeenB05 { // LARGE-EXACT: the run's bytes, not the usable size
-					usable = int(sb.runLen) << spec.SuperblockShift
-				}
-				s.Large = append(s.Large, LargeObject{Addr: st.Addr, Usable: usable, Superblocks: int(sb.runLen)})
+				s.Large = append(s.Large, LargeObject{Addr: st.Addr, Usable: int(sb.usable), Superblocks: int(sb.runLen)})
 			}
 			if state == stateSmall {
 				a.snapSmall(&st, sb, held[sb])
@@ -279,9 +275,6 @@ func (a *Allocator) snapshot() *Snapshot {
 	r := a.retired
 	a.regMu.Unlock()
 	s.Retired = CacheCounters{DoubleFrees: r.double, InvalidFrees: r.invalid, WriteAfterFrees: r.waf, SuperblockCacheMisses: r.sbcFills}
-	if mutant.AdvSeventeenB03 { // STATS-EXACT: the retired writes after free read from the double frees
-		s.Retired.WriteAfterFrees = r.double
-	}
 	s.Guard = a.snapGuard()
 	return s
 }
@@ -370,7 +363,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 		ID: c.id, Front: front, Token: c.busy.Load() * uint32(1-b2i(mutant.SnapNoToken)), Users: c.users.Load() * int32(1-b2i(mutant.SnapNoUsers)),
 		CacheCounters: CacheCounters{
 			DoubleFrees: c.ev.double.Load(), InvalidFrees: c.ev.invalid.Load(), WriteAfterFrees: c.ev.waf.Load(),
-			SuperblockCacheMisses: c.ev.sbcFills.Load(), UnpublishedMisses: uint64(c.misses) * uint64(1-b2i(mutant.AdvSeventeenB04)), // STATS-EXACT: a17b04 drops the unpublished misses
+			SuperblockCacheMisses: c.ev.sbcFills.Load(), UnpublishedMisses: uint64(c.misses),
 		},
 		Current: make([]int, spec.NumClasses), Allocs: make([]uint64, spec.NumClasses), Frees: make([]uint64, spec.NumClasses),
 		Partial: make([][]int, spec.NumClasses), Full: make([][]int, spec.NumClasses),

@@ -145,11 +145,7 @@ func (a *Allocator) centralStats(s *Stats) {
 	s.Large = a.large
 	s.SmallSuperblocks, s.LargeSuperblocks, s.OrphanedSuperblocks = a.counts.small, a.counts.large, a.counts.orphaned
 	s.Committed = uint64(a.counts.committed) << spec.SuperblockShift
-	if mutant.AdvSeventeenB01 { // MEM-ACCOUNT: guard superblocks left out of InUse
-		s.InUse = uint64(a.counts.small+a.counts.large) << spec.SuperblockShift
-	} else {
-		s.InUse = uint64(a.counts.small+a.counts.large+a.counts.guard) << spec.SuperblockShift
-	}
+	s.InUse = uint64(a.counts.small+a.counts.large+a.counts.guard) << spec.SuperblockShift
 	s.Guard = a.guardStats()
 }
 
@@ -192,9 +188,7 @@ func (a *Allocator) retire(c *Cache) {
 		a.retired.invalid += c.ev.invalid.Load()
 	}
 	a.retired.sbcFills += c.ev.sbcFills.Load()
-	if !mutant.AdvSeventeenB02 { // STATS-EXACT: a closing cache's writes after free lost
-		a.retired.waf += c.ev.waf.Load()
-	}
+	a.retired.waf += c.ev.waf.Load()
 	delete(a.caches, c)
 	a.regMu.Unlock()
 }

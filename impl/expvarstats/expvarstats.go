@@ -68,7 +68,7 @@ func FromStats(s impl.Stats) Vars {
 		SuperblockCacheMisses: s.SuperblockCacheMisses,
 		ReservedBytes:         s.Reserved, CommittedBytes: s.Committed, InUseBytes: s.InUse,
 	}
-	if mutant.AdvSeventeenB26 { // MEM-ACCOUNT: committed_bytes published from InUse
+	if mutant.ExpvarCommittedInUse { // MEM-ACCOUNT: committed_bytes published from InUse
 		v.CommittedBytes = s.InUse
 	}
 	for _, c := range s.Classes {

@@ -437,36 +437,7 @@ const (
 	RerouteStore            = false
 	DecayNextLate           = false
 	OrphanDrainListFirst    = false
-	AdvSeventeenB01         = false
-	AdvSeventeenB02         = false
-	AdvSeventeenB03         = false
-	AdvSeventeenB04         = false
-	AdvSeventeenB05         = false
-	AdvSeventeenB06         = false
-	AdvSeventeenB07         = false
-	AdvSeventeenB08         = false
-	AdvSeventeenB09         = false
-	AdvSeventeenB10         = false
-	AdvSeventeenB11         = false
-	AdvSeventeenB12         = false
-	AdvSeventeenB13         = false
-	AdvSeventeenB14         = false
-	AdvSeventeenB15         = false
-	AdvSeventeenB16         = false
-	AdvSeventeenB17         = false
-	AdvSeventeenB18         = false
-	AdvSeventeenB19         = false
-	AdvSeventeenB20         = false
-	AdvSeventeenB21         = false
-	AdvSeventeenB22         = false
-	AdvSeventeenB23         = false
-	AdvSeventeenB24         = false
-	AdvSeventeenB25         = false
-	AdvSeventeenB26         = false
-	AdvSeventeenB27         = false
-	AdvSeventeenB28         = false
-	AdvSeventeenB29         = false
-	AdvSeventeenB30         = false
+	ExpvarCommittedInUse    = false
 )
 
 func Drop() bool { return false }
