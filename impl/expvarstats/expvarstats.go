@@ -68,6 +68,9 @@ func FromStats(s impl.Stats) Vars {
 		SuperblockCacheMisses: s.SuperblockCacheMisses,
 		ReservedBytes:         s.Reserved, CommittedBytes: s.Committed, InUseBytes: s.InUse,
 	}
+	if mutant.ExpvarCommittedInUse { // MEM-ACCOUNT: committed_bytes published from InUse
+		v.CommittedBytes = s.InUse
+	}
 	for _, c := range s.Classes {
 		if c.Allocs != 0 || c.Frees != 0 {
 			v.Classes = append(v.Classes, Class{Class: c.Class, Size: c.Size, Allocs: c.Allocs, Frees: c.Frees, LiveUpperBound: c.Allocs - c.Frees})

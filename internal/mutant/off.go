@@ -437,6 +437,7 @@ const (
 	RerouteStore            = false
 	DecayNextLate           = false
 	OrphanDrainListFirst    = false
+	ExpvarCommittedInUse    = false
 )
 
 func Drop() bool { return false }

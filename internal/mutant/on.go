@@ -454,6 +454,7 @@ var (
 	RerouteStore            = on("reroutestore")
 	DecayNextLate           = on("decaynextlate")
 	OrphanDrainListFirst    = on("orphandrainlistfirst")
+	ExpvarCommittedInUse    = on("expvarcommittedinuse")
 )
 
 var remoteFrees atomic.Uint64
