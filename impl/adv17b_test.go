@@ -11,9 +11,9 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
-// TestExpvarCommittedIsCommitted (MEM-ACCOUNT), of package expvarstats but
-// here, where cmd/mutants runs it (it does not run ./impl/expvarstats, whose
-// TestFromStatsFields sees the same slip): committed_bytes is Stats.Committed,
+// TestExpvarCommittedIsCommitted (MEM-ACCOUNT), beside adv9's expvar test
+// (expvarstats' own TestFromStatsFields sees the same slip, and cmd/mutants
+// now runs that package too): committed_bytes is Stats.Committed,
 // the memory that may be resident, not in_use_bytes. A large object of four
 // superblocks, freed, leaves the pool four committed empty superblocks, kept
 // for good within Retain (no decay can take them between the two reads):

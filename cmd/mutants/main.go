@@ -49,7 +49,7 @@ import (
 // internal/yieldbuild runs last, as in the README's command: the check
 // build's tests (impl/check_on.go's assertions, which no other build
 // compiles), and without refalloc_yield the yield build's tests too.
-var packages = []string{"./spec", "./oracle", "./impl", "./invariants", "./fuzz"}
+var packages = []string{"./spec", "./oracle", "./impl", "./impl/expvarstats", "./invariants", "./fuzz"}
 
 type result struct {
 	m       mutant.Mutant
