@@ -478,7 +478,7 @@ func (c *Cache) deliverAlloc(b []byte, reserved bool) {
 		if delivered || cap(b) == 0 || mutant.AllocPanicLost {
 			return
 		}
-		if reserved && !mutant.AdvSeventeenA10 { // CONSERVE: a17a10 a reserved object freed as an ordinary one (refused)
+		if reserved {
 			c.a.freeReserved(c, b)
 		} else {
 			c.Free(b)
@@ -680,7 +680,7 @@ func (a *Allocator) putRun(start, n uint32) {
 	i := lo
 	if i > 0 && a.runs[i-1].start+a.runs[i-1].n == start {
 		a.runs[i-1].n += n
-		if i < len(a.runs) && start+n == a.runs[i].start && !mutant.AdvSeventeenA01 { // CONSERVE: a17a01 leaves the right neighbour touching
+		if i < len(a.runs) && start+n == a.runs[i].start {
 			a.runs[i-1].n += a.runs[i].n
 			a.runs = append(a.runs[:i], a.runs[i+1:]...)
 		}
@@ -714,9 +714,7 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	// period of a superblock starts with the generation its release gave it.
 	sb.ensureRemote(groups, gen)
 	sb.initSmall(k, a.debug)
-	if !mutant.AdvSeventeenA02 { // ZEROED, MEM-ACCOUNT: a17a02 leaves a used superblock fresh
-		sb.dirty = true
-	}
+	sb.dirty = true
 	sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
 	sb.owner.Store(c)
 	yield(YieldAcquireCarve)
@@ -772,11 +770,7 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	if !mutant.ReleaseKeepsOwner {
 		sb.owner.Store(nil)
 	}
-	if mutant.AdvSeventeenA03 { // CACHE-COHERENT: a17a03 the header keeps the generation the words were stamped past
-		sb.meta.Store(packMeta(gen, statePool, k))
-	} else {
-		sb.meta.Store(packMeta(next, statePool, k))
-	}
+	sb.meta.Store(packMeta(next, statePool, k))
 	if sb.list == listOrphan {
 		a.unlinkOrphan(sb)
 		if !mutant.ReleaseOrphanCount {
@@ -813,11 +807,7 @@ func (a *Allocator) takeDirty(sb *superblock) (fresh bool) {
 		return false
 	}
 	a.counts.committed++
-	if mutant.AdvSeventeenA04 { // MEM-ACCOUNT: a17a04 a low fresh take lowers dirtyTop below dirty pooled superblocks
-		a.dirtyTop = sb.idx + 1
-	} else {
-		a.dirtyTop = max(a.dirtyTop, sb.idx+1-uint32(b2i(mutant.DirtyTopShort)))
-	}
+	a.dirtyTop = max(a.dirtyTop, sb.idx+1-uint32(b2i(mutant.DirtyTopShort)))
 	return true
 }
 
@@ -876,9 +866,7 @@ func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
 		if sb := a.lookup(uintptr(i)); sb.dirty {
-			if !mutant.AdvSeventeenA05 { // MEM-ACCOUNT: a17a05 pooledAt keeps its last pooling's time
-				sb.pooledAt = now
-			}
+			sb.pooledAt = now
 			a.counts.dirtyPooled++
 		}
 	}
@@ -899,11 +887,7 @@ func (a *Allocator) pooled(start, n uint32) {
 // time past Retain (xmalloc-test) would walk it on every release. Under a.mu.
 func (a *Allocator) decayPool(now int64) {
 	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
-		keep := a.retain / 2
-		if mutant.AdvSeventeenA06 { // MEM-ACCOUNT: a17a06 decays down to Retain, not half of it
-			keep = a.retain
-		}
-		a.decommitPool(keep, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
+		a.decommitPool(a.retain/2, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
 	}
 	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
 		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)
@@ -1025,9 +1009,7 @@ func (a *Allocator) Trim() error {
 		a.Flush()
 		return a.trim()
 	}
-	if !mutant.AdvSeventeenA07 { // MEM-ACCOUNT: a17a07 Trim leaves the front caches' empty superblocks
-		a.flush()
-	}
+	a.flush()
 	err := a.trim()
 	a.deliver() // what the flush found, once Trim has done its work
 	return err
@@ -1065,7 +1047,7 @@ func (a *Allocator) retiredWAF() {
 func (a *Allocator) linkOrphan(sb *superblock) {
 	k := sb.class
 	sb.prev, sb.next = nil, a.orphans[k]
-	if sb.next != nil && !mutant.AdvSeventeenA08 { // LIFECYCLE: a17a08 the old head keeps prev nil
+	if sb.next != nil && !mutant.OrphanLinkNoPrev { // LIFECYCLE: the old head's prev, or unlinking it drops the orphans before it
 		sb.next.prev = sb
 	}
 	a.orphans[k] = sb
@@ -1140,10 +1122,7 @@ func (a *Allocator) drainOrphanNotify(c *Cache) {
 // collectOrphan moves an orphan's pending remote frees into its free bitmap,
 // and releases it if that emptied it (LIFECYCLE). Under a.mu.
 func (a *Allocator) collectOrphan(c *Cache, sb *superblock) {
-	n := a.collectAll(c, nil, sb)
-	if !mutant.AdvSeventeenA09 { // STATS-EXACT: a17a09 an orphan's collected remote frees are not published
-		c.publishFrees(int(sb.class), n)
-	}
+	c.publishFrees(int(sb.class), a.collectAll(c, nil, sb))
 	if sb.empty() && !mutant.OrphanKeptEmpty {
 		a.releaseLocked(c, sb)
 	}

@@ -342,7 +342,7 @@ func (c *Cache) allocLargeOr(n, align int, reserve bool) ([]byte, error) {
 // Objects of other caches are freed remotely and return to their owner. Errors
 // (ErrDoubleFree, ErrInvalidPointer, ErrClosed) leave the allocator unchanged.
 func (c *Cache) Free(b []byte) error {
-	if cap(b) == 0 || mutant.AdvSeventeenA11 && len(b) == 0 { // FREE-INVALID: a17a11 a zero-length object (Alloc(0)) taken for nil
+	if cap(b) == 0 {
 		return nil
 	}
 	return c.free(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - c.base)
@@ -409,7 +409,7 @@ func (c *Cache) notLive(e *sbEntry, g, m uint32) bool {
 }
 
 func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {
-	if (c.closed || c.a.closed.Load()) && !mutant.AdvSeventeenA12 { // FREE-DOUBLE: a17a12 after Allocator.Close a free is judged a double free
+	if c.closed || c.a.closed.Load() {
 		return ErrClosed
 	}
 	rel := uint32(off) & (spec.SuperblockSize - 1)
@@ -421,7 +421,7 @@ func (c *Cache) freeReject(e *sbEntry, off uintptr, idx uint32) error {
 
 // reject counts a bad free (FREE-DOUBLE, FREE-INVALID) and returns its error.
 func (c *Cache) reject(err error) error {
-	if err == nil && !mutant.AdvSeventeenA13 { // STATS-EXACT: a17a13 a successful large free counted as invalid
+	if err == nil {
 		return nil
 	}
 	if fe, ok := err.(*FreeError); ok && fe.Err == ErrDoubleFree {
@@ -532,9 +532,7 @@ func (c *Cache) freeRead(off uintptr) error {
 func (c *Cache) countMiss() {
 	if c.misses++; c.misses == missBatch { // not a locked add on every miss
 		c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
-		if !mutant.AdvSeventeenA14 { // STATS-EXACT: a17a14 the batch published stays counted as unpublished
-			c.misses = 0
-		}
+		c.misses = 0
 	}
 }
 
@@ -685,7 +683,7 @@ func (c *Cache) moveTo(sb *superblock, list uint8) {
 	sb.list = list
 	h := c.head(sb)
 	sb.next = *h
-	if sb.next != nil && !mutant.AdvSeventeenA15 { // LIFECYCLE: a17a15 the old head keeps prev nil
+	if sb.next != nil {
 		sb.next.prev = sb
 	}
 	*h = sb
@@ -764,7 +762,7 @@ func (c *Cache) refill(k int) error {
 // partial (fewer than partialMin), or nil.
 func (c *Cache) sparse(k int) *superblock {
 	for sb := c.lists[k].full; sb != nil; sb = sb.next {
-		if sb.nfree+sb.localFreed*(1-b2i(mutant.AdvSeventeenA16)) > 0 || mutant.SparseEmpty { // OOM-REAL: a17a16 unpublished local frees not seen
+		if sb.nfree+sb.localFreed > 0 || mutant.SparseEmpty {
 			return sb
 		}
 	}
@@ -783,9 +781,7 @@ func (c *Cache) takeGroup(k int) bool {
 	}
 	// Collect the group's remote frees first: a pending bit on a free object
 	// is a double free, and must not survive into the held group.
-	if n := c.a.collectWord(c, cc, sb, rs, int(g)); !mutant.AdvSeventeenA17 { // STATS-EXACT: a17a17 the group's collected frees are not published
-		c.publishFrees(k, n)
-	}
+	c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
 	c.take(k, rs, g)
 	if checks {
 		c.checkLead(k)
@@ -933,9 +929,7 @@ func (c *Cache) setCurrent(k int, sb *superblock) {
 	cc.sb, cc.bits, cc.rw = sb, 0, nil
 	if old != nil && old != sb {
 		old.list = listNone
-		if !mutant.AdvSeventeenA18 { // LIFECYCLE: a17a18 the old current is filed on no list
-			c.publishLocal(old)
-		}
+		c.publishLocal(old)
 	}
 }
 
@@ -969,9 +963,7 @@ func (c *Cache) adoptOnFree(sb *superblock, gen uint32, rs *remoteSet) bool {
 	}
 	c.invalidate(sb) // CACHE-COHERENT: a "not mine" entry would now be wrong
 	yield(YieldAdoptCollect)
-	if !mutant.AdvSeventeenA19 { // LIFECYCLE: a17a19 the adopted orphan is neither collected nor filed
-		c.collect(sb) // files it on c's lists (or releases it, if all is free)
-	}
+	c.collect(sb) // files it on c's lists (or releases it, if all is free)
 	return true
 }
 
@@ -993,9 +985,7 @@ func (a *Allocator) adopt(c *Cache, sb *superblock, gen uint32, rs *remoteSet) (
 		return false, true
 	}
 	a.unlinkOrphan(sb)
-	if !mutant.AdvSeventeenA20 { // MEM-ACCOUNT: a17a20 an orphan adopted by a free stays counted orphaned
-		a.counts.orphaned--
-	}
+	a.counts.orphaned--
 	sb.ownerFreed = !mutant.AdoptNotOwnerFreed // it adopts by freeing into it
 	sb.owner.Store(c)
 	return true, false
@@ -1061,7 +1051,7 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 		// Not publishLocal: under a.mu it must not relist (release locks).
 		if sb.localFreed > 0 && !mutant.OrphanFullUnfolded {
 			c.publishFrees(k, sb.foldFreed())
-			sb.ownerFreed = !mutant.AdvSeventeenA21 || sb.ownerFreed // LIFECYCLE: a17a21 owner's unpublished frees do not keep it
+			sb.ownerFreed = true
 			if !mutant.OrphanFullLimit {
 				sb.limit = sb.fullLimit()
 			}
@@ -1109,9 +1099,7 @@ func (c *Cache) flush() {
 				c.a.poisonObjects(cc.sb, g, cc.bits)
 			}
 			cc.sb.free[cc.group] |= cc.bits
-			if !mutant.AdvSeventeenA22 { // CONSERVE: a17a22 the held objects given back are not counted free
-				cc.sb.nfree += n
-			}
+			cc.sb.nfree += n
 			cc.bits = 0
 			if c.a.guard.sampled && !mutant.GuardFlushLeft { // not handed out: they do not count towards the next sample
 				c.guardLeft[k] += n

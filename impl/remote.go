@@ -31,8 +31,6 @@ func (c *Cache) freeRemote(e *sbEntry, off uintptr) error {
 		return ErrClosed // Allocator.Close marked every word pending
 	case why == remoteNotSlot && mutant.NotSlotNoClass:
 		return c.reject(errInvalid(c.a.base+off, -1))
-	case why == remoteNotSlot && mutant.AdvSeventeenA23: // FREE-INVALID: a17a23 a remote non-slot free called a double free
-		return c.reject(errDouble(c.a.base+off, int(e.class)))
 	case why == remoteNotSlot:
 		return c.reject(errInvalid(c.a.base+off, int(e.class)))
 	}
@@ -84,7 +82,7 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 		if uint32(old>>32) != e.gen && !mutant.StaleSBCache {
 			return remoteTagged
 		}
-		if uint32(old)&m != 0 && !mutant.AdvSeventeenA26 { // FREE-DOUBLE: a17a26 the repeated free CASes old onto itself and returns nil
+		if uint32(old)&m != 0 {
 			return remotePending // FREE-DOUBLE: a repeated remote free still pending
 		}
 		if mutant.PoisonBeforeTag && c.a.debug {
@@ -259,9 +257,7 @@ func (c *Cache) collect(sb *superblock) {
 	if !mutant.CollectNoPublish {
 		c.publishFrees(k, n)
 	}
-	if !mutant.AdvSeventeenA24 { // LIFECYCLE: a17a24 a collection files (and releases) nothing
-		c.publishLocal(sb)
-	}
+	c.publishLocal(sb)
 }
 
 // collectAll collects every group of sb; see collectWord.
@@ -302,11 +298,7 @@ func (a *Allocator) collectWord(c *Cache, held *classCache, sb *superblock, rs *
 		a.poisonObjects(sb, g, good)
 	}
 	sb.free[g] |= good
-	if mutant.AdvSeventeenA25 { // CONSERVE: a17a25 double frees counted free
-		sb.nfree += popcount(pending)
-	} else {
-		sb.nfree += popcount(good)
-	}
+	sb.nfree += popcount(good)
 	// The good frees are in the bitmap before the double frees are reported:
 	// OnError may panic, and the bits are out of the word already.
 	for d := pending & bad; d != 0; d &= d - 1 {

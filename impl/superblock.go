@@ -118,16 +118,12 @@ func (sb *superblock) groups() int { return len(sb.free) }
 func (sb *superblock) initSmall(k int, debug bool) {
 	n := spec.ClassObjects(k)
 	g := (n + 31) / 32
-	reused := cap(sb.free) >= g
-	if reused {
+	if cap(sb.free) >= g {
 		sb.free = sb.free[:g]
 	} else {
 		sb.free = make([]uint32, g)
 	}
 	for i := range sb.free {
-		if mutant.AdvSeventeenA28 && reused { // CONSERVE: a17a28 a reused bitmap kept as the last release left it
-			break
-		}
 		sb.free[i] = ^uint32(0)
 	}
 	if n%32 != 0 {
@@ -135,9 +131,7 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	}
 	sb.nfree = int32(n)
 	sb.localFreed = 0
-	if !mutant.AdvSeventeenA27 { // CONSERVE: a17a27 the cursor of the last period (another class) kept
-		sb.cursor = 0
-	}
+	sb.cursor = 0
 	sb.class = uint8(k)
 	// DEBUG-POISON: the site of the last large or guarded object here no
 	// longer describes this memory (a write after free found when a large or
@@ -164,9 +158,7 @@ func (sb *superblock) objects() int32 { return int32(spec.ClassObjects(int(sb.cl
 func (sb *superblock) foldFreed() int32 {
 	n := sb.localFreed
 	sb.nfree += n
-	if !mutant.AdvSeventeenA30 { // STATS-LAG: a17a30 localFreed kept after it is folded and published
-		sb.localFreed = 0
-	}
+	sb.localFreed = 0
 	return n
 }
 
@@ -218,9 +210,6 @@ func nextGen(gen uint32) (next, tag uint32) {
 }
 
 func (rs *remoteSet) retired() bool {
-	if mutant.AdvSeventeenA29 { // CACHE-COHERENT: a17a29 the tag read from the low half: a retired set is reused
-		return uint32(rs.w[0].Load()) == deadTag && !mutant.GenWrap
-	}
 	return uint32(rs.w[0].Load()>>32) == deadTag && !mutant.GenWrap
 }
 

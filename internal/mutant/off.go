@@ -437,36 +437,7 @@ const (
 	RerouteStore            = false
 	DecayNextLate           = false
 	OrphanDrainListFirst    = false
-	AdvSeventeenA01         = false
-	AdvSeventeenA02         = false
-	AdvSeventeenA03         = false
-	AdvSeventeenA04         = false
-	AdvSeventeenA05         = false
-	AdvSeventeenA06         = false
-	AdvSeventeenA07         = false
-	AdvSeventeenA08         = false
-	AdvSeventeenA09         = false
-	AdvSeventeenA10         = false
-	AdvSeventeenA11         = false
-	AdvSeventeenA12         = false
-	AdvSeventeenA13         = false
-	AdvSeventeenA14         = false
-	AdvSeventeenA15         = false
-	AdvSeventeenA16         = false
-	AdvSeventeenA17         = false
-	AdvSeventeenA18         = false
-	AdvSeventeenA19         = false
-	AdvSeventeenA20         = false
-	AdvSeventeenA21         = false
-	AdvSeventeenA22         = false
-	AdvSeventeenA23         = false
-	AdvSeventeenA24         = false
-	AdvSeventeenA25         = false
-	AdvSeventeenA26         = false
-	AdvSeventeenA27         = false
-	AdvSeventeenA28         = false
-	AdvSeventeenA29         = false
-	AdvSeventeenA30         = false
+	OrphanLinkNoPrev        = false
 )
 
 func Drop() bool { return false }
