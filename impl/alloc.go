@@ -1047,7 +1047,7 @@ func (a *Allocator) retiredWAF() {
 func (a *Allocator) linkOrphan(sb *superblock) {
 	k := sb.class
 	sb.prev, sb.next = nil, a.orphans[k]
-	if sb.next != nil {
+	if sb.next != nil && !mutant.OrphanLinkNoPrev { // LIFECYCLE: the old head's prev, or unlinking it drops the orphans before it
 		sb.next.prev = sb
 	}
 	a.orphans[k] = sb

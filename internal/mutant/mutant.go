@@ -453,4 +453,5 @@ var All = []Mutant{
 	{"decaynextlate", "MEM-ACCOUNT", "Allocator.Trim", "a release into the pool sets the decay deadline after it decays the pool instead of before: after a Trim (no deadline) a release with Decay negative does not walk, and its superblock stays committed until a timer fires (adv16b 29)"},
 	{"orphandrainlistfirst", "LIFECYCLE", "Cache.Flush", "the orphans' drain reads a popped superblock's list field before its owner: an orphan adopted since has an owner that relists it outside a.mu, and the read races with that write (adv16b 30; only the race detector sees it)"},
 	{"expvarcommittedinuse", "MEM-ACCOUNT", "expvarstats.Publish", "committed_bytes is published from Stats.InUse, not Stats.Committed: the empty superblocks the pool keeps committed do not show (adv17b 26)"},
+	{"orphanlinknoprev", "LIFECYCLE", "Cache.Close", "linkOrphan does not point the old head's prev at the new one: unlinking that superblock later drops the orphans linked before it (adv17a 08)"},
 }

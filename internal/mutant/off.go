@@ -438,6 +438,7 @@ const (
 	DecayNextLate           = false
 	OrphanDrainListFirst    = false
 	ExpvarCommittedInUse    = false
+	OrphanLinkNoPrev        = false
 )
 
 func Drop() bool { return false }

@@ -455,6 +455,7 @@ var (
 	DecayNextLate           = on("decaynextlate")
 	OrphanDrainListFirst    = on("orphandrainlistfirst")
 	ExpvarCommittedInUse    = on("expvarcommittedinuse")
+	OrphanLinkNoPrev        = on("orphanlinknoprev")
 )
 
 var remoteFrees atomic.Uint64
