@@ -94,7 +94,7 @@ func soakDidWhatItClaims(t *testing.T, rep *invariants.SoakReport, ways int) {
 // driver check at a fraction of its time: a slip in the driver (a dropped
 // kind of call, the default way count) fails here in well under a second.
 func TestSoakDriverDoesWhatItClaims(t *testing.T) {
-	const ways = 8 // not impl's default (16): a soak that ignores Ways shows 16
+	const ways = 8 // not impl's default (128): a soak that ignores Ways shows 128
 	rep, err := invariants.Soak(invariants.SoakConfig{
 		Goroutines: 4,
 		Duration:   50 * time.Millisecond,
