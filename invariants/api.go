@@ -120,8 +120,8 @@ func flushed(s *impl.Snapshot, ids []int) []*Violation {
 		if st.State != impl.SBSmall || st.Owner < 0 || !mine(st.Owner) {
 			continue
 		}
-		// STATS-EXACT (adv17c 23: local frees left unpublished after Flush pass)
-		if st.LocalFreed != 0 && !mutant.AdvSeventeenC23 || !mutant.FlushedSkipPending && slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
+		// STATS-EXACT: Flush publishes every local free (flushedlocalfreed skips that).
+		if st.LocalFreed != 0 && !mutant.FlushedLocalFreed || !mutant.FlushedSkipPending && slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
 			vs = append(vs, violation(spec.RuleStatsExact, "superblock %d of cache %d after Flush: %d local frees unpublished, pending %x",
 				st.Index, st.Owner, st.LocalFreed, st.Pending))
 		}

@@ -25,9 +25,6 @@ func EdgeSizes(reservation int) []int {
 	for p := spec.MaxSmall / spec.PageSize; p <= 3*spec.SuperblockSize/spec.PageSize; p++ {
 		out = append(out, p*spec.PageSize-1, p*spec.PageSize, p*spec.PageSize+1)
 	}
-	if mutant.AdvSeventeenC25 { // REFINES: ErrTooLarge one byte past the reservation
-		return append(out, 0, reservation-1, reservation)
-	}
 	return append(out, 0, reservation-1, reservation, reservation+1)
 }
 

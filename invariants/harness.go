@@ -173,9 +173,6 @@ func (h *Harness) Alloc(id, n, align int) error {
 		return h.step(nil)
 	}
 	full := b[:cap(b)]
-	if mutant.AdvSeventeenC24 { // ZEROED: only the len bytes
-		full = b
-	}
 	for i, x := range full {
 		if x != 0 {
 			return violation(spec.RuleZeroed, "Alloc(%d) = %#x: byte %d of %d is %#x", n, addr(b), i, cap(b), x)

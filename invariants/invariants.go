@@ -233,7 +233,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			if marked&^v != 0 {
 				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: bits beyond its %d objects", sb.Index, g, sb.Objects))
 			}
-			if sb.Free[g]&sb.heldBits(g) != 0 && !mutant.AdvSeventeenC15 { // CONSERVE: free and held at once
+			if sb.Free[g]&sb.heldBits(g) != 0 {
 				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: objects both free and held", sb.Index, g))
 			}
 			if sb.RemoteTags[g] != sb.Gen || sb.Gen == 1<<32-1 { // the tag of a retired set is no generation
@@ -336,7 +336,7 @@ func statsLead(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violatio
 			if n > spec.ClassObjects(h.Class) || mutant.HeldBound && n == spec.ClassObjects(h.Class) {
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds %d objects of class %d, more than a superblock's %d", c.ID, n, h.Class, spec.ClassObjects(h.Class)))
 			}
-			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class && !mutant.AdvSeventeenC16 { // STATS-LEAD: held group's class
+			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class {
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds class-%d objects from a class-%d superblock", c.ID, h.Class, sb.Class))
 			}
 			held[h.Class] += uint64(n)
@@ -360,7 +360,7 @@ func statsLag(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violation
 	var vs []*Violation
 	var unpublished [spec.NumClasses]uint64
 	for _, sb := range sbs {
-		if sb.LocalFreed < 0 || sb.LocalFreed >= s.PublishBatch && !(mutant.AdvSeventeenC17 && sb.LocalFreed == s.PublishBatch) { // STATS-LAG: a full batch unpublished
+		if sb.LocalFreed < 0 || sb.LocalFreed >= s.PublishBatch {
 			vs = append(vs, violation(spec.RuleStatsLag, "superblock %d: %d unpublished local frees, batch is %d", sb.Index, sb.LocalFreed, s.PublishBatch))
 		}
 		pending := 0
@@ -457,7 +457,7 @@ func lifecycle(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			switch {
 			case on[i] != "":
 				vs = append(vs, violation(spec.RuleLifecycle, "superblock %d is on %s and on %s", i, on[i], list))
-			case !ok || sb.Class != class || sb.Owner != owner && !mutant.AdvSeventeenC18: // LIFECYCLE: a list of another owner's superblock
+			case !ok || sb.Class != class || sb.Owner != owner:
 				vs = append(vs, violation(spec.RuleLifecycle, "%s holds superblock %d, which is not a class-%d superblock of owner %d", list, i, class, owner))
 			}
 			on[i] = list
@@ -519,7 +519,7 @@ func coherent(s *impl.Snapshot, sbs map[int]small) []*Violation {
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d: entry for superblock %d sits in way %d of %d", c.ID, e.Superblock, e.Way, s.Ways))
 			case e.Mine && !(exact && sb.Owner == c.ID && e.SameFree):
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: 'mine' entry for superblock %d is stale (%+v)", c.ID, e.Way, e.Superblock, e))
-			case !e.Mine && ok && sb.Owner == c.ID && !mutant.AdvSeventeenC19: // CACHE-COHERENT: an owned superblock's entry not mine
+			case !e.Mine && ok && sb.Owner == c.ID:
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry says superblock %d is not mine, but it is", c.ID, e.Way, e.Superblock))
 			case !e.Mine && ok && sb.Gen == e.Gen && e.SameRemote && !exact:
 				vs = append(vs, violation(spec.RuleCacheCoherent, "cache %d way %d: entry for superblock %d has the current generation but stale fields", c.ID, e.Way, e.Superblock))
@@ -565,7 +565,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 		}
 		if inUse(st.State) {
 			used++
-			if !st.Dirty && !mutant.AdvSeventeenC21 { // MEM-ACCOUNT: in use but not committed
+			if !st.Dirty {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
 		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
@@ -689,7 +689,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	}
 	var vs []*Violation
 	for _, r := range s.FreeRuns {
-		if r.N >= need && !(mutant.AdvSeventeenC20 && r.N == need) { // OOM-REAL: a run just long enough
+		if r.N >= need {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
 		}
 	}

@@ -117,7 +117,7 @@ func JudgeAddress(liveBefore bool, calls []Call) ([]Outcome, *Violation) {
 	for _, c := range calls {
 		// A closed cache or Allocator refuses every free as ErrClosed, before
 		// it looks at the pointer: that is right inside a live object too.
-		if c.Kind == CallFree && c.Interior && c.Got != InvalidPointer && c.Got != Closed && !(mutant.AdvSeventeenC14 && c.Got == DoubleFree) { // FREE-INVALID
+		if c.Kind == CallFree && c.Interior && c.Got != InvalidPointer && c.Got != Closed {
 			return nil, violation(spec.RuleFreeInvalid, "a free inside a live object returned %v: %v", c.Got, c)
 		}
 	}
@@ -208,7 +208,7 @@ func step(c Call, i, live int) (int, bool) {
 	case CallAlloc:
 		return i, !isLive // NO-OVERLAP
 	case CallKeep:
-		return i, isLive || mutant.AdvSeventeenC13 // FREE-DOUBLE: in place from nothing
+		return i, isLive
 	case CallNoop:
 		return live, true
 	}

@@ -128,7 +128,7 @@ func (m *Model) CloseCache(id int, got Kind) *Violation {
 	if m.closed || !m.caches[id] {
 		want = Closed
 	}
-	if got != want && !(mutant.AdvSeventeenC01 && got == OK) { // REFINES: a second Close of a cache may succeed
+	if got != want {
 		return violation(spec.RuleRefines, "Cache(%d).Close returned %v, want %v", id, got, want)
 	}
 	m.caches[id] = false
@@ -156,7 +156,7 @@ func (m *Model) Alloc(id, n, align int, addr uintptr, length, capacity int, got 
 	if want != OK || got != OK {
 		// Running out of memory is the allocator's call to make; invariants
 		// checks that it really had no room (OOM-REAL).
-		if got == want || want == OK && got == OutOfMemory || mutant.AdvSeventeenC02 && want == TooLarge && got == InvalidSize { // REFINES: too large may be called invalid
+		if got == want || want == OK && got == OutOfMemory || mutant.TooLargeInvalid && want == TooLarge && got == InvalidSize { // REFINES: too large may be called invalid
 			return nil
 		}
 		return violation(spec.RuleRefines, "Alloc(%d, align %d) returned %v, want %v", n, align, got, want)
@@ -181,7 +181,7 @@ func (m *Model) NewObject(id, n, align int, addr uintptr, length, capacity int) 
 	// ALIGN, ZEROED: the class and capacity, by the oracle's own rules (sizes.go).
 	o := Object{Addr: addr, Size: n, Usable: UsableSize(n, align), Class: ClassOf(n, align), Align: align, Cache: id}
 	switch {
-	case length != n && !mutant.ModelLenUnchecked || capacity != o.Usable && !(mutant.AdvSeventeenC05 && capacity > o.Usable): // ZEROED: a generous capacity passes
+	case length != n && !mutant.ModelLenUnchecked || capacity != o.Usable:
 		return o, violation(spec.RuleRefines, "Alloc(%d, align %d): len %d cap %d, want len %d cap %d", n, align, length, capacity, n, o.Usable)
 	case addr < m.base && !mutant.ModelBelowBase || addr+uintptr(capacity) > m.base+m.size:
 		return o, violation(spec.RuleNoOverlap, "Alloc(%d) = %#x is outside the reservation", n, addr)
@@ -195,9 +195,6 @@ func (m *Model) NewObject(id, n, align int, addr uintptr, length, capacity int) 
 // the class's natural alignment (a large object starts a superblock).
 func alignOf(o Object) int {
 	if o.Class == spec.Large {
-		if mutant.AdvSeventeenC06 { // ALIGN: a large object need only be page-aligned
-			return max(o.Align, spec.PageSize)
-		}
 		return spec.SuperblockSize
 	}
 	return max(o.Align, ClassAlign(o.Class))
@@ -220,8 +217,7 @@ func (m *Model) Free(id int, addr uintptr, got Kind) *Violation {
 			m.invalid++
 		}
 		return nil
-	case want == DoubleFree && (got == DoubleFree || got == InvalidPointer),
-		mutant.AdvSeventeenC03 && want == InvalidPointer && got == DoubleFree: // FREE-INVALID: an invalid free may be called a double free
+	case want == DoubleFree && (got == DoubleFree || got == InvalidPointer):
 		// Not live, but once the start of an object: whether the address is
 		// still a slot start depends on whether its superblock was repurposed.
 		m.badFrees++
@@ -276,7 +272,7 @@ func (m *Model) judgeFree(id int, addr uintptr) (Kind, int) {
 // Containing finds the live object whose [Addr, Addr+Usable) holds addr.
 func (m *Model) Containing(addr uintptr) (Object, bool) {
 	for _, o := range m.live {
-		if o.Addr <= addr && addr < o.Addr+uintptr(o.Usable) && !(mutant.AdvSeventeenC04 && addr >= o.Addr+uintptr(o.Size)) { // FREE-INVALID: the slack past len is no part of the object
+		if o.Addr <= addr && addr < o.Addr+uintptr(o.Usable) {
 			return o, true
 		}
 	}
@@ -293,7 +289,7 @@ func (m *Model) Close(got Kind, leaked int) *Violation {
 		return nil
 	}
 	m.closed = true
-	if leaked != len(m.live) && !(mutant.AdvSeventeenC07 && leaked > len(m.live)) { // EMPTY: over-reporting leaks passes
+	if leaked != len(m.live) {
 		return violation(spec.RuleEmpty, "Close reported %d leaked objects, %d are live", leaked, len(m.live))
 	}
 	return nil

@@ -51,7 +51,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 		return m.Alloc(id, n, 1, addr, length, capacity, got)
 	}
 	if want := m.ReallocRefusal(id, n); want != OK {
-		if got != want && !(mutant.AdvSeventeenC10 && want == InvalidSize && got == Closed) { // REFINES: n < 0 is ErrInvalidSize before ErrClosed
+		if got != want && !(mutant.ReallocNegativeClosed && want == InvalidSize && got == Closed) { // REFINES: n < 0 is ErrInvalidSize before ErrClosed
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) returned %v, want %v", old, n, got, want)
 		}
 		return nil
@@ -60,18 +60,18 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 	inPlace := live && resizable(o, n)
 	if got == OK && addr == old {
 		switch {
-		case !inPlace && !live && !mutant.AdvSeventeenC12: // FREE-DOUBLE: a Realloc may return the freed address
+		case !inPlace && !live:
 			return violation(spec.RuleFreeDouble, "Realloc(%#x, %d) of an object that is not live returned it", old, n)
 		case !inPlace:
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) stayed in place, but class %d of %d bytes cannot hold it there", old, n, o.Class, o.Usable)
-		case length != n && !mutant.ModelInPlaceLen || capacity != UsableSize(n, 1) && !(mutant.AdvSeventeenC08 && capacity > UsableSize(n, 1)): // ZEROED: a generous in-place capacity passes
+		case length != n && !mutant.ModelInPlaceLen || capacity != UsableSize(n, 1):
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) in place: len %d cap %d, want len %d cap %d", old, n, length, capacity, n, UsableSize(n, 1))
 		}
 		o.Size, o.Usable = n, UsableSize(n, 1)
 		m.live[old] = o
 		return nil
 	}
-	if inPlace && o.Class == spec.Large && (largeUsable(n) <= o.Usable && !mutant.AdvSeventeenC09 || largeUsable(n) < o.Usable) { // REFINES: a same-size large Realloc may move
+	if inPlace && o.Class == spec.Large && largeUsable(n) <= o.Usable {
 		return violation(spec.RuleRefines, "Realloc(%#x, %d) of a large object of %d bytes returned %v at %#x, want it in place (it does not grow)", old, n, o.Usable, got, addr)
 	}
 	if got == OutOfMemory {
@@ -90,7 +90,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 	}
 	free, class := m.judgeFree(id, old)
 	switch {
-	case got == InvalidPointer || got == DoubleFree && (free == DoubleFree || mutant.AdvSeventeenC11): // FREE-INVALID: an interior Realloc may be refused as a double free
+	case got == InvalidPointer || got == DoubleFree && free == DoubleFree:
 		m.badFrees++
 		if got == InvalidPointer {
 			m.invalid++

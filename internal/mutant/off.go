@@ -438,31 +438,9 @@ const (
 	DecayNextLate           = false
 	OrphanDrainListFirst    = false
 	ExpvarCommittedInUse    = false
-	AdvSeventeenC01         = false
-	AdvSeventeenC02         = false
-	AdvSeventeenC03         = false
-	AdvSeventeenC04         = false
-	AdvSeventeenC05         = false
-	AdvSeventeenC06         = false
-	AdvSeventeenC07         = false
-	AdvSeventeenC08         = false
-	AdvSeventeenC09         = false
-	AdvSeventeenC10         = false
-	AdvSeventeenC11         = false
-	AdvSeventeenC12         = false
-	AdvSeventeenC13         = false
-	AdvSeventeenC14         = false
-	AdvSeventeenC15         = false
-	AdvSeventeenC16         = false
-	AdvSeventeenC17         = false
-	AdvSeventeenC18         = false
-	AdvSeventeenC19         = false
-	AdvSeventeenC20         = false
-	AdvSeventeenC21         = false
-	AdvSeventeenC22         = false
-	AdvSeventeenC23         = false
-	AdvSeventeenC24         = false
-	AdvSeventeenC25         = false
+	TooLargeInvalid         = false
+	ReallocNegativeClosed   = false
+	FlushedLocalFreed       = false
 )
 
 func Drop() bool { return false }
