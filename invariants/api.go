@@ -35,6 +35,7 @@ func (h *Harness) call(id int, f func()) {
 		return
 	}
 	h.frontCalls++
+	h.served = -1
 	if h.frontCalls%2 == 1 {
 		n := h.A.FrontCaches()
 		if mutant.FrontRouteLast {
@@ -56,7 +57,7 @@ type frontAPI struct{ h *Harness }
 
 func (f frontAPI) via(do func(api)) {
 	if i := f.h.route; i >= 0 {
-		f.h.A.WithFrontCache(i, func(c *impl.Cache) { do(c) })
+		f.h.A.WithFrontCache(i, func(c *impl.Cache) { f.h.served = c.ID(); do(c) })
 		return
 	}
 	do(f.h.A)
@@ -204,11 +205,8 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 	}
 	if err != nil {
 		if got == oracle.OutOfMemory {
-			var ids []int
-			if id != Front {
-				ids = []int{id}
-			}
-			if vs := CheckOOM(h.A.Snapshot(), ids, n, 1); len(vs) > 0 {
+			s := h.A.Snapshot()
+			if vs := CheckOOM(s, h.oomIDs(s, id), n, 1); len(vs) > 0 {
 				return vs[0]
 			}
 		}

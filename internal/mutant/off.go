@@ -441,6 +441,7 @@ const (
 	TooLargeInvalid         = false
 	ReallocNegativeClosed   = false
 	FlushedLocalFreed       = false
+	FrontOOMAnyCache        = false
 )
 
 func Drop() bool { return false }

@@ -458,6 +458,7 @@ var (
 	TooLargeInvalid         = on("toolargeinvalid")
 	ReallocNegativeClosed   = on("reallocnegativeclosed")
 	FlushedLocalFreed       = on("flushedlocalfreed")
+	FrontOOMAnyCache        = on("frontoomanycache")
 )
 
 var remoteFrees atomic.Uint64
