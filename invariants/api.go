@@ -35,6 +35,7 @@ func (h *Harness) call(id int, f func()) {
 		return
 	}
 	h.frontCalls++
+	h.served = -1
 	if h.frontCalls%2 == 1 {
 		n := h.A.FrontCaches()
 		if mutant.FrontRouteLast {
@@ -56,7 +57,7 @@ type frontAPI struct{ h *Harness }
 
 func (f frontAPI) via(do func(api)) {
 	if i := f.h.route; i >= 0 {
-		f.h.A.WithFrontCache(i, func(c *impl.Cache) { do(c) })
+		f.h.A.WithFrontCache(i, func(c *impl.Cache) { f.h.served = c.ID(); do(c) })
 		return
 	}
 	do(f.h.A)
@@ -120,7 +121,8 @@ func flushed(s *impl.Snapshot, ids []int) []*Violation {
 		if st.State != impl.SBSmall || st.Owner < 0 || !mine(st.Owner) {
 			continue
 		}
-		if st.LocalFreed != 0 || !mutant.FlushedSkipPending && slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
+		// STATS-EXACT: Flush publishes every local free (flushedlocalfreed skips that).
+		if st.LocalFreed != 0 && !mutant.FlushedLocalFreed || !mutant.FlushedSkipPending && slices.ContainsFunc(st.Pending, func(p uint32) bool { return p != 0 }) {
 			vs = append(vs, violation(spec.RuleStatsExact, "superblock %d of cache %d after Flush: %d local frees unpublished, pending %x",
 				st.Index, st.Owner, st.LocalFreed, st.Pending))
 		}
@@ -203,11 +205,8 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 	}
 	if err != nil {
 		if got == oracle.OutOfMemory {
-			var ids []int
-			if id != Front {
-				ids = []int{id}
-			}
-			if vs := CheckOOM(h.A.Snapshot(), ids, n, 1); len(vs) > 0 {
+			s := h.A.Snapshot()
+			if vs := CheckOOM(s, h.oomIDs(s, id), n, 1); len(vs) > 0 {
 				return vs[0]
 			}
 		}

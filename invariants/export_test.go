@@ -1,5 +1,7 @@
 package invariants
 
+import "github.com/refalloc/refalloc/impl"
+
 // HookPoint is where Shared's hook holds a call.
 type HookPoint = hookPoint
 
@@ -40,3 +42,7 @@ func SoakAtEnd(cfg SoakConfig, atEnd func(*Shared)) (*SoakReport, error) {
 }
 
 var SoakEdges = soakEdges
+
+// OOMIDs are the caches one of which must show an out-of-memory's state
+// after a call on cache id (OOM-REAL).
+func (h *Harness) OOMIDs(s *impl.Snapshot, id int) []int { return h.oomIDs(s, id) }

@@ -42,6 +42,7 @@ type Harness struct {
 	debug         bool // Options.Debug: Leaks names allocation sites
 	frontCalls    int  // calls on Front so far: their stack depth (call)
 	route         int  // the front cache the current call on Front runs on, -1: the Allocator's methods
+	served        int  // the ID of the front cache the last call on Front ran on, -1: unknown (the Allocator's methods)
 	// CheckEachStep runs Check after every operation (the rapid machines do it
 	// themselves in their "" action).
 	CheckEachStep bool
@@ -62,7 +63,7 @@ func NewHarness(opt impl.Options) (*Harness, error) {
 		return nil, err
 	}
 	return &Harness{
-		A: sh.A, M: sh.M, other: sh.other, debug: opt.Debug, disarm: sh.disarm, route: -1,
+		A: sh.A, M: sh.M, other: sh.other, debug: opt.Debug, disarm: sh.disarm, route: -1, served: -1,
 		caches: map[int]*impl.Cache{}, closedHandles: map[int]*impl.Cache{}, live: map[uintptr][]byte{}, fills: map[uintptr]byte{},
 	}, nil
 }
@@ -160,13 +161,8 @@ func (h *Harness) Alloc(id, n, align int) error {
 	}
 	if err != nil {
 		if Kind(err) == oracle.OutOfMemory {
-			// Which front cache ran out is the front's business: one of them.
 			s := h.A.Snapshot()
-			ids := []int{id}
-			if id == Front {
-				ids = frontIDs(s)
-			}
-			if vs := CheckOOM(s, ids, n, align); len(vs) > 0 {
+			if vs := CheckOOM(s, h.oomIDs(s, id), n, align); len(vs) > 0 {
 				return vs[0]
 			}
 		}
@@ -209,6 +205,22 @@ func frontIDs(s *impl.Snapshot) []int {
 		}
 	}
 	return ids
+}
+
+// oomIDs (OOM-REAL) are the caches one of which must show the state an
+// out-of-memory leaves, after a call on cache id: id itself; for Front, the
+// internal cache a routed call ran on (call), or, for a call through the
+// Allocator's methods, any internal cache: which one served it is the front's
+// business. "Any" is weak, since an idle internal cache always shows that
+// state, so a routed call is judged by its own cache.
+func (h *Harness) oomIDs(s *impl.Snapshot, id int) []int {
+	switch {
+	case id != Front:
+		return []int{id}
+	case h.served >= 0 && !mutant.FrontOOMAnyCache: // OOM-REAL
+		return []int{h.served}
+	}
+	return frontIDs(s)
 }
 
 func (h *Harness) allocClosed(id, n, align int) error {

@@ -51,7 +51,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 		return m.Alloc(id, n, 1, addr, length, capacity, got)
 	}
 	if want := m.ReallocRefusal(id, n); want != OK {
-		if got != want {
+		if got != want && !(mutant.ReallocNegativeClosed && want == InvalidSize && got == Closed) { // REFINES: n < 0 is ErrInvalidSize before ErrClosed
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) returned %v, want %v", old, n, got, want)
 		}
 		return nil

@@ -454,4 +454,8 @@ var All = []Mutant{
 	{"orphandrainlistfirst", "LIFECYCLE", "Cache.Flush", "the orphans' drain reads a popped superblock's list field before its owner: an orphan adopted since has an owner that relists it outside a.mu, and the read races with that write (adv16b 30; only the race detector sees it)"},
 	{"expvarcommittedinuse", "MEM-ACCOUNT", "expvarstats.Publish", "committed_bytes is published from Stats.InUse, not Stats.Committed: the empty superblocks the pool keeps committed do not show (adv17b 26)"},
 	{"orphanlinknoprev", "LIFECYCLE", "Cache.Close", "linkOrphan does not point the old head's prev at the new one: unlinking that superblock later drops the orphans linked before it (adv17a 08)"},
+	{"toolargeinvalid", "REFINES", "Cache.Alloc", "oracle.Model.Alloc accepts ErrInvalidSize for a valid request too large for the reservation, where ErrTooLarge is due (adv17c 02)"},
+	{"reallocnegativeclosed", "REFINES", "Cache.Realloc", "oracle.Model.Realloc accepts ErrClosed for a negative size on a closed cache or Allocator, where ErrInvalidSize comes first (adv17c 10)"},
+	{"flushedlocalfreed", "STATS-EXACT", "Cache.Flush", "invariants.flushed accepts local frees left unpublished after Flush (adv17c 23)"},
+	{"frontoomanycache", "OOM-REAL", "Allocator.Realloc", "after an out-of-memory of a call on Front that the harness routed to one internal cache, the harness judges it by any internal cache, and an idle one always passes (adv17c, beyond the 25)"},
 }

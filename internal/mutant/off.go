@@ -439,6 +439,10 @@ const (
 	OrphanDrainListFirst    = false
 	ExpvarCommittedInUse    = false
 	OrphanLinkNoPrev        = false
+	TooLargeInvalid         = false
+	ReallocNegativeClosed   = false
+	FlushedLocalFreed       = false
+	FrontOOMAnyCache        = false
 )
 
 func Drop() bool { return false }

@@ -456,6 +456,10 @@ var (
 	OrphanDrainListFirst    = on("orphandrainlistfirst")
 	ExpvarCommittedInUse    = on("expvarcommittedinuse")
 	OrphanLinkNoPrev        = on("orphanlinknoprev")
+	TooLargeInvalid         = on("toolargeinvalid")
+	ReallocNegativeClosed   = on("reallocnegativeclosed")
+	FlushedLocalFreed       = on("flushedlocalfreed")
+	FrontOOMAnyCache        = on("frontoomanycache")
 )
 
 var remoteFrees atomic.Uint64
