@@ -248,8 +248,12 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 		if b != 0 {
 			// cc.pop, by hand: with zero inlined it is over the inliner's budget.
 			o := cc.lowest(b)
-			if cc.needzero && !mutant.NoZero { // ZEROED
-				zero(o, uintptr(cc.size))
+			if cc.needzero && !mutant.NoZero { // ZEROED: the capacity, not n
+				m := uintptr(cc.size)
+				if mutant.FrontZeroesLen {
+					m = uintptr(n)
+				}
+				zero(o, m)
 			}
 			r := object(o, n, cc.size) // FRONT-EXCLUSIVE: cc is not ours after unpin
 			unpin(p, c)
@@ -280,7 +284,11 @@ func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {
 	p := pin()
 	c := a.front.procs.pinned(p)
 	if c != nil && uint(n) <= spec.MaxSmall && spec.ValidAlign(align) {
-		if k := spec.AlignedClass(n, align); k != spec.Large {
+		k := spec.AlignedClass(n, align)
+		if mutant.FrontAlignedClass { // ALIGN: a class of n alone, whatever its objects' alignment
+			k = spec.SizeToClass(n)
+		}
+		if k != spec.Large {
 			cc := &c.cls[k&(clsSlots-1)]
 			b := cc.next()
 			if b == 0 && cc.bits == 0 && c.refillPinned(p, k) {

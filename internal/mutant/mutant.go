@@ -457,5 +457,7 @@ var All = []Mutant{
 	{"toolargeinvalid", "REFINES", "Cache.Alloc", "oracle.Model.Alloc accepts ErrInvalidSize for a valid request too large for the reservation, where ErrTooLarge is due (adv17c 02)"},
 	{"reallocnegativeclosed", "REFINES", "Cache.Realloc", "oracle.Model.Realloc accepts ErrClosed for a negative size on a closed cache or Allocator, where ErrInvalidSize comes first (adv17c 10)"},
 	{"flushedlocalfreed", "STATS-EXACT", "Cache.Flush", "invariants.flushed accepts local frees left unpublished after Flush (adv17c 23)"},
+	{"frontzeroeslen", "ZEROED", "Allocator.Alloc", "the pinned Alloc zeroes a reused object's first n bytes, not its capacity: the bytes between len and cap keep what the last owner wrote (adv17b 27, killed before only by invariants' TestBoundaries)"},
+	{"frontalignedclass", "ALIGN", "Allocator.AllocAligned", "the pinned AllocAligned takes the class of n alone and ignores the alignment: an object of a class whose size is not a multiple of align is misaligned (adv17b 29, killed before only by invariants' TestBoundaries)"},
 	{"frontoomanycache", "OOM-REAL", "Allocator.Realloc", "after an out-of-memory of a call on Front that the harness routed to one internal cache, the harness judges it by any internal cache, and an idle one always passes (adv17c, beyond the 25)"},
 }

@@ -443,6 +443,8 @@ const (
 	ReallocNegativeClosed   = false
 	FlushedLocalFreed       = false
 	FrontOOMAnyCache        = false
+	FrontZeroesLen          = false
+	FrontAlignedClass       = false
 )
 
 func Drop() bool { return false }

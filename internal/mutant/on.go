@@ -460,6 +460,8 @@ var (
 	ReallocNegativeClosed   = on("reallocnegativeclosed")
 	FlushedLocalFreed       = on("flushedlocalfreed")
 	FrontOOMAnyCache        = on("frontoomanycache")
+	FrontZeroesLen          = on("frontzeroeslen")
+	FrontAlignedClass       = on("frontalignedclass")
 )
 
 var remoteFrees atomic.Uint64
