@@ -29,6 +29,19 @@ func announcedOnAStack(t *testing.T, a *impl.Allocator) {
 	}
 }
 
+// newWithCaches is what most of these tests start from: an Allocator of
+// 64 MiB and n caches of it.
+func newWithCaches(t *testing.T, n int) (*impl.Allocator, []*impl.Cache) {
+	t.Helper()
+	a, err := impl.New(impl.Options{Reserve: 64 << 20})
+	must(t, err)
+	cs := make([]*impl.Cache, n)
+	for i := range cs {
+		cs[i] = mustCache(t, a)
+	}
+	return a, cs
+}
+
 // TestRemoteFreesRacingInOneGroupBothLand (FREE-DOUBLE, CONSERVE): two remote
 // frees of two live objects of one group of c's superblock: the first has
 // read the group's remote word and stops before its CAS (remote.tag) while
@@ -38,14 +51,11 @@ func announcedOnAStack(t *testing.T, a *impl.Allocator) {
 // the word the first free read, which wipes the second free's bit: that
 // object is neither live nor free, and c publishes one free.
 func TestRemoteFreesRacingInOneGroupBothLand(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 3)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	e, _ := a.NewCache()
+	c, d, e := cs[0], cs[1], cs[2]
 	objs := allocObjects(t, c, 1000, 2) // group 0 of c's superblock
-	err = during(t, newPause(impl.YieldRemoteTag),
+	err := during(t, newPause(impl.YieldRemoteTag),
 		func() error { return d.Free(objs[0]) },
 		func() { must(t, e.Free(objs[1])) })
 	must(t, err)
@@ -66,18 +76,16 @@ func TestRemoteFreesRacingInOneGroupBothLand(t *testing.T) {
 // S2 stays marked notified on no stack, so no later remote free into it is
 // announced.
 func TestPushDuringDrainStaysOnStack(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 2)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
+	c, d := cs[0], cs[1]
 	s1 := allocObjects(t, c, 1000, 2)
 	s2 := allocObjects(t, c, 512, 2) // another class: another superblock
 	if sbOf(a, s1[0]) == sbOf(a, s2[0]) {
 		t.Fatal("setup: one superblock")
 	}
 	must(t, d.Free(s1[0])) // S1 on c's stack
-	err = during(t, newPause(impl.YieldDrainPop),
+	err := during(t, newPause(impl.YieldDrainPop),
 		func() error { c.Flush(); return nil },
 		func() { must(t, d.Free(s2[0])) }) // S2 pushed onto c's stack, emptied by the pop
 	must(t, err)
@@ -92,16 +100,14 @@ func TestPushDuringDrainStaysOnStack(t *testing.T) {
 // stack sealed and the owner unchanged, and panics (a closed cache still
 // owning a superblock).
 func TestRemoteFreeDuringCloseFindsOrphan(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 2)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
+	c, d := cs[0], cs[1]
 	objs := allocObjects(t, c, 1000, 2)
 	must(t, d.Free(objs[1])) // d's entry: a hit, straight to the remote free
 	c.Flush()
 	var freeErr error
-	err = during(t, newPause(impl.YieldCloseOrphaned),
+	err := during(t, newPause(impl.YieldCloseOrphaned),
 		func() error { return c.Close() },
 		func() {
 			defer func() {
@@ -133,14 +139,9 @@ func TestRemoteFreeDuringCloseFindsOrphan(t *testing.T) {
 // collection: it ends there, and O2 stays marked notified on no stack, its
 // free pending, unannounced for good.
 func TestOrphanDrainKeepsRestOfStack(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 5)
 	defer a.Close()
-	owner, _ := a.NewCache()
-	w := make([]*impl.Cache, 4)
-	for i := range w {
-		w[i], _ = a.NewCache()
-	}
+	owner, w := cs[0], cs[1:]
 	o1 := allocObjects(t, owner, 1000, 40) // O1: groups 0 and 1
 	o2 := allocObjects(t, owner, 512, 2)   // O2
 	if sbOf(a, o1[0]) == sbOf(a, o2[0]) {
@@ -190,20 +191,16 @@ func TestOrphanDrainKeepsRestOfStack(t *testing.T) {
 // after forwarding it: the forward's push has overwritten it, the rest of
 // c's stack is lost, and S2 stays marked notified on no stack.
 func TestCloseForwardsWholeStack(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 4)
 	defer a.Close()
-	idle, _ := a.NewCache()
-	w1, _ := a.NewCache()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
+	idle, w1, c, d := cs[0], cs[1], cs[2], cs[3]
 	s2 := allocObjects(t, c, 512, 2)
 	s3 := allocObjects(t, c, 256, 2)
 	if sbOf(a, s2[0]) == sbOf(a, s3[0]) {
 		t.Fatal("setup: one superblock")
 	}
 	announcedOrphan(t, a, idle, w1, 1000, 64, 2) // an orphan on the orphans' stack
-	err = during(t, newPause(impl.YieldOrphanDrain),
+	err := during(t, newPause(impl.YieldOrphanDrain),
 		func() error { return c.Close() },
 		func() {
 			must(t, d.Free(s2[0])) // a miss, owned by c: remote, announced on c's stack
@@ -242,11 +239,9 @@ func (s *spinGuard) Yield(point string) {
 // owner once, before its retry loop: it retries on c's sealed stack for
 // good (the test ends the goroutine after 100 rounds).
 func TestNotifyRereadsOwnerAfterClose(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 2)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
+	c, d := cs[0], cs[1]
 	objs := allocObjects(t, c, 1000, 2)
 	g := &spinGuard{pauseOnce: newPause(impl.YieldNotifyOwner), limit: 100}
 	impl.SetScheduler(g)
@@ -264,7 +259,7 @@ func TestNotifyRereadsOwnerAfterClose(t *testing.T) {
 	}
 	must(t, c.Close())
 	close(g.resume)
-	err = <-done
+	err := <-done
 	impl.SetScheduler(nil)
 	if g.spun.Load() {
 		t.Fatal("the announcement retried more than 100 times on the closed owner's sealed stack")
@@ -284,12 +279,9 @@ func TestNotifyRereadsOwnerAfterClose(t *testing.T) {
 // free counted; the release records the bits it read before its CAS
 // (adv16b 19, lateappendearly): x's, read twice, is counted twice.
 func TestStaleFreesDuringReleaseStampingCounted(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 3)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	e, _ := a.NewCache()
+	c, d, e := cs[0], cs[1], cs[2]
 	objs := allocObjects(t, c, 1000, 3) // objects 0..2 of S, group 0
 	x, z := objs[0], objs[2]
 	for _, b := range objs {
@@ -326,11 +318,9 @@ func TestStaleFreesDuringReleaseStampingCounted(t *testing.T) {
 // stored after the CAS: the drain follows S2's old link to S3, and S1 stays
 // marked notified on no stack.
 func TestDrainDuringPushFollowsNewLink(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 2)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
+	c, d := cs[0], cs[1]
 	s1 := allocObjects(t, c, 1000, 2)
 	s2 := allocObjects(t, c, 512, 2)
 	s3 := allocObjects(t, c, 256, 2)
@@ -338,7 +328,7 @@ func TestDrainDuringPushFollowsNewLink(t *testing.T) {
 	must(t, d.Free(s2[0])) // S2 announced above it: S2's link is S3
 	c.Flush()              // both drained
 	must(t, d.Free(s1[0])) // S1 announced: the stack is S1
-	err = during(t, newPause(impl.YieldNotifyPushed),
+	err := during(t, newPause(impl.YieldNotifyPushed),
 		func() error { return d.Free(s2[1]) }, // S2 pushed above S1
 		func() { c.Flush() })                  // drains S2, then S1
 	must(t, err)
@@ -358,12 +348,9 @@ func TestDrainDuringPushFollowsNewLink(t *testing.T) {
 // reroutestore): the reroute empties the stack with a Store: S2 is wiped,
 // marked notified on no stack.
 func TestRerouteKeepsPushMeanwhile(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 64 << 20})
-	must(t, err)
+	a, cs := newWithCaches(t, 3)
 	defer a.Close()
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	e, _ := a.NewCache()
+	c, d, e := cs[0], cs[1], cs[2]
 	s2 := allocObjects(t, c, 512, 2)
 	x := allocN(t, c, 1000) // S, a class after S2's: the flush walks it last
 	if sbOf(a, s2[0]) == sbOf(a, x) || spec.SizeToClass(512) >= spec.SizeToClass(1000) {
