@@ -445,6 +445,8 @@ const (
 	FrontOOMAnyCache        = false
 	FrontZeroesLen          = false
 	FrontAlignedClass       = false
+	SampledAllocReserved    = false
+	OrphanSlotMask          = false
 )
 
 func Drop() bool { return false }

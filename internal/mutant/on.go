@@ -462,6 +462,8 @@ var (
 	FrontOOMAnyCache        = on("frontoomanycache")
 	FrontZeroesLen          = on("frontzeroeslen")
 	FrontAlignedClass       = on("frontalignedclass")
+	SampledAllocReserved    = on("sampledallocreserved")
+	OrphanSlotMask          = on("orphanslotmask")
 )
 
 var remoteFrees atomic.Uint64

@@ -1,0 +1,80 @@
+package impl_test
+
+// Tests of hunt21, a mutation sweep (relational flips, ±1, && and ||,
+// dropped statements, swapped operands) over the code changed since the
+// sweeps of hunt17-19 (the report queue and its deliveries, adoption by
+// period, the stats' two passes, the quarantine's eviction) and over files
+// no sweep had covered (the backends, the portable front, the check build's
+// assertions, spec). Each test names its rule and the slip it kills.
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestPanickingReportInSampledReallocsPlainAlloc (CONSERVE): in sampled
+// guard mode a moving Realloc allocates its small new object "reserving",
+// and only a guarded one comes back reserved; an unsampled one is an
+// ordinary object of the cache's held group. When the refill of that
+// allocation finds a remote double free and OnError panics, the new object
+// must be freed as what it is: given to freeReserved, which frees only a
+// large or guarded object, the small one stays live with nobody holding it.
+// The sample rate is the largest, so no allocation here is guarded (the
+// draw is seeded by the cache's ID: the same every run). Slips: the
+// refill's delivery treats the new object as reserved whenever the cache is
+// reserving, or whenever the last guarded allocation was reserved
+// (sampledallocreserved).
+func TestPanickingReportInSampledReallocsPlainAlloc(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize,
+		Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1 << 30},
+		OnError: func(err error) { panic(err) }})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	b := allocN(t, c, 100) // first: a refill drains c's notification stack
+	b[0] = 7
+	objs := doubleFreePending(t, c, d)
+	recovered(t, "the Realloc whose Alloc finds the double free", impl.ErrDoubleFree, func() { c.Realloc(b, 1000) })
+	if g := a.Stats().Guard.Allocs; g != 0 {
+		t.Fatalf("%d allocations guarded at SampleRate 2^30", g)
+	}
+	if b[0] != 7 {
+		t.Errorf("b changed under a Realloc that did not return")
+	}
+	if got := live(a); got != 32 {
+		t.Errorf("after the panic: %d objects live, want 32 (objs[1:] and b; the new object leaked)", got)
+	}
+	for _, o := range append(objs[1:], b) {
+		must(t, c.Free(o))
+	}
+	closeClean(t, a, c, d)
+}
+
+// TestOddFreeIntoOrphanAdoptsNothing (FREE-INVALID): an address that is not
+// a slot start is refused before it can adopt an orphan, however it misses
+// the slots; review9's cases are 8 past a slot start and the tail, both
+// even. One byte past a slot start is judged by every bit of the offset: a
+// slot test that read the offset with its lowest bit masked off takes it for
+// the slot start, adopts the orphan (a new owner, OrphanedSuperblocks down)
+// and only the owned path then refuses it. Slip: the miss path's offset
+// within the superblock masked with SuperblockSize-2 (orphanslotmask).
+func TestOddFreeIntoOrphanAdoptsNothing(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	owner, _ := a.NewCache()
+	freer, _ := a.NewCache()
+	x := allocN(t, owner, 48)
+	must(t, owner.Close()) // x's superblock an orphan, x live
+	if err := freer.Free(sliceAt(x, addrOf(x)+1, 1)); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("free of a slot start + 1 in an orphan: %v, want ErrInvalidPointer", err)
+	}
+	if got := a.Stats().OrphanedSuperblocks; got != 1 {
+		t.Fatalf("OrphanedSuperblocks %d after a refused free into the orphan, want 1 (it was adopted)", got)
+	}
+	must(t, freer.Free(x))
+	must(t, freer.Close())
+}
