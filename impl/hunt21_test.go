@@ -78,3 +78,34 @@ func TestOddFreeIntoOrphanAdoptsNothing(t *testing.T) {
 	must(t, freer.Free(x))
 	must(t, freer.Close())
 }
+
+// TestEvictPastStuckKeepsStuckListed (GUARD-FAULT, OOM-REAL): when the
+// quarantine's oldest object is stuck (the kernel refuses to restore its
+// access) and the next oldest leaves in its place, the one that left is the
+// one taken off the list: the stuck one stays listed, still protected and
+// marked Stuck, where a later eviction can try it again. Taking the list's
+// head off instead forgets the stuck object (its superblock quarantined
+// for good, in no list) and keeps listing the one already pooled, which a
+// later eviction would pool a second time. TestQuarantineReleasesPastStuckOldest
+// counts the quarantine; this names its objects. Slips: evict removes entry
+// 0 whenever it releases entry 1 (evictwrongentry), or removes the entry
+// before the one released.
+func TestEvictPastStuckKeepsStuckListed(t *testing.T) {
+	a, c := stuckable(t)
+	var objs [][]byte
+	for range 3 {
+		objs = append(objs, allocN(t, c, 64)) // a guarded superblock each
+	}
+	must(t, c.Free(objs[0]))
+	must(t, c.Free(objs[1]))
+	undo := impl.RefuseRestore(a, objs[0])
+	must(t, c.Free(objs[2])) // objs[1] makes room, objs[0] being stuck
+	undo()
+	q := a.Snapshot().Guard.Quarantine
+	sbOfAddr := func(p uintptr) uintptr { return p >> spec.SuperblockShift }
+	if len(q) != 2 || sbOfAddr(q[0].Addr) != sbOfAddr(addrOf(objs[0])) || !q[0].Stuck ||
+		sbOfAddr(q[1].Addr) != sbOfAddr(addrOf(objs[2])) || q[1].Stuck {
+		t.Fatalf("quarantine %+v: want objs[0] (%#x, stuck) then objs[2] (%#x); objs[1] (%#x) left",
+			q, addrOf(objs[0]), addrOf(objs[2]), addrOf(objs[1]))
+	}
+}

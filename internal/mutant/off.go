@@ -447,6 +447,8 @@ const (
 	FrontAlignedClass       = false
 	SampledAllocReserved    = false
 	OrphanSlotMask          = false
+	EvictWrongEntry         = false
+	FlushWalkPrev           = false
 )
 
 func Drop() bool { return false }

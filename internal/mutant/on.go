@@ -464,6 +464,8 @@ var (
 	FrontAlignedClass       = on("frontalignedclass")
 	SampledAllocReserved    = on("sampledallocreserved")
 	OrphanSlotMask          = on("orphanslotmask")
+	EvictWrongEntry         = on("evictwrongentry")
+	FlushWalkPrev           = on("flushwalkprev")
 )
 
 var remoteFrees atomic.Uint64
