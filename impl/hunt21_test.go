@@ -109,3 +109,49 @@ func TestEvictPastStuckKeepsStuckListed(t *testing.T) {
 			q, addrOf(objs[0]), addrOf(objs[2]), addrOf(objs[1]))
 	}
 }
+
+// TestInPlaceReallocDeliversItsReports (DEBUG-POISON: a write after free is
+// reported to OnError "once the call that found it has done its work"): a
+// Realloc that grows a large object in place, over a superblock written
+// after its free, finds the write while it checks the poison of what it
+// takes; OnError has heard of it when the Realloc returns, through the
+// Allocator and through a Cache. TestFrontCallsDeliverTheirReports covers
+// a Realloc that moves. Slip: the Allocator's Realloc does not deliver when
+// it returns b's own address (frontinplacenodeliver): the report waits for
+// whatever call comes next. (The Cache's is killed by
+// TestDebugGrowInPlaceVerifiesTakenSuperblock too.)
+func TestInPlaceReallocDeliversItsReports(t *testing.T) {
+	for _, viaCache := range []bool{false, true} {
+		var reports []error
+		a := newDebugReporting(t, &reports)
+		var al interface {
+			Alloc(int) ([]byte, error)
+			Free([]byte) error
+			Realloc([]byte, int) ([]byte, error)
+		} = a
+		if viaCache {
+			c, err := a.NewCache()
+			must(t, err)
+			defer c.Close()
+			al = c
+		}
+		big, err := al.Alloc(spec.SuperblockSize) // one superblock
+		must(t, err)
+		next, err := al.Alloc(spec.SuperblockSize) // the one after it
+		must(t, err)
+		if addrOf(next) != addrOf(big)+spec.SuperblockSize {
+			t.Fatalf("setup: the second large object at %#x, not after the first (%#x)", addrOf(next), addrOf(big))
+		}
+		must(t, al.Free(next))
+		next[:cap(next)][5] = 1 // after free
+		r, err := al.Realloc(big, 2*spec.SuperblockSize)
+		must(t, err)
+		if addrOf(r) != addrOf(big) {
+			t.Fatalf("setup: the Realloc moved (%#x, was %#x)", addrOf(r), addrOf(big))
+		}
+		if len(reports) != 1 || !errors.Is(reports[0], impl.ErrWriteAfterFree) {
+			t.Errorf("cache %v: a Realloc grown in place over a superblock written after its free returned with reports %v, want one write after free", viaCache, reports)
+		}
+		must(t, al.Free(r))
+	}
+}

@@ -449,6 +449,7 @@ const (
 	OrphanSlotMask          = false
 	EvictWrongEntry         = false
 	FlushWalkPrev           = false
+	FrontInPlaceNoDeliver   = false
 )
 
 func Drop() bool { return false }

@@ -466,6 +466,7 @@ var (
 	OrphanSlotMask          = on("orphanslotmask")
 	EvictWrongEntry         = on("evictwrongentry")
 	FlushWalkPrev           = on("flushwalkprev")
+	FrontInPlaceNoDeliver   = on("frontinplacenodeliver")
 )
 
 var remoteFrees atomic.Uint64
