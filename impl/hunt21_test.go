@@ -155,3 +155,36 @@ func TestInPlaceReallocDeliversItsReports(t *testing.T) {
 		must(t, al.Free(r))
 	}
 }
+
+// TestPanickingLeftoverReportInCacheRealloc (CONSERVE): after OnError
+// panicked on one report, the reports still queued go to the next call that
+// ends; when that is a Cache's Realloc that allocated (here of nil, an
+// Alloc) and OnError panics again, the Realloc never returns its new object,
+// and the new object (an ordinary small one, not reserved) must be freed.
+// The two reports are two remote double frees found by one refill; the
+// Realloc's own Alloc takes its fast path (the class warmed first), so only
+// the Realloc's delivery meets the leftover report. Slips: Cache.Realloc
+// hands the object it allocated to freeReserved, which frees only a large or
+// guarded object (reallocnewreserved), or takes the new object for b and only
+// delivers.
+func TestPanickingLeftoverReportInCacheRealloc(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, OnError: func(err error) { panic(err) }})
+	must(t, err)
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	warm := allocN(t, c, 200) // the Realloc's class: its held group filled
+	objs := allocObjects(t, c, 1024, 32)
+	for _, o := range objs[:2] {
+		must(t, c.Free(o))
+		must(t, d.Free(o)) // a double free, pending
+	}
+	recovered(t, "the Alloc whose refill finds two double frees", impl.ErrDoubleFree, func() { c.Alloc(1024) })
+	recovered(t, "the Realloc that ends with the second report queued", impl.ErrDoubleFree, func() { c.Realloc(nil, 200) })
+	if got := live(a); got != 31 {
+		t.Errorf("after the panics: %d objects live, want 31 (objs[2:] and warm; the Realloc's new object leaked)", got)
+	}
+	for _, o := range append(objs[2:], warm) {
+		must(t, c.Free(o))
+	}
+	closeClean(t, a, c, d)
+}

@@ -27,7 +27,7 @@ import (
 func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := c.realloc(b, n)
 	if moved(r, b) {
-		c.deliverAlloc(r, false)
+		c.deliverAlloc(r, mutant.ReallocNewReserved) // CONSERVE: r is the cache's, not reserved
 	} else {
 		c.deliver() // in place: b is the caller's still
 	}

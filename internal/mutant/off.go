@@ -450,6 +450,7 @@ const (
 	EvictWrongEntry         = false
 	FlushWalkPrev           = false
 	FrontInPlaceNoDeliver   = false
+	ReallocNewReserved      = false
 )
 
 func Drop() bool { return false }

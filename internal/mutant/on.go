@@ -467,6 +467,7 @@ var (
 	EvictWrongEntry         = on("evictwrongentry")
 	FlushWalkPrev           = on("flushwalkprev")
 	FrontInPlaceNoDeliver   = on("frontinplacenodeliver")
+	ReallocNewReserved      = on("reallocnewreserved")
 )
 
 var remoteFrees atomic.Uint64
