@@ -1130,10 +1130,7 @@ func (c *Cache) flush() {
 		}
 		for _, head := range heads {
 			for sb := head; sb != nil; {
-				next := sb.next           // before collect: it may relist or release sb
-				if mutant.FlushWalkPrev { // STATS-EXACT: the walk stops at the head
-					next = sb.prev
-				}
+				next := sb.next // before collect: it may relist or release sb
 				c.collect(sb)
 				if mutant.FlushWalkNextLate {
 					next = sb.next

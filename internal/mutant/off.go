@@ -448,7 +448,6 @@ const (
 	SampledAllocReserved    = false
 	OrphanSlotMask          = false
 	EvictWrongEntry         = false
-	FlushWalkPrev           = false
 	FrontInPlaceNoDeliver   = false
 	ReallocNewReserved      = false
 )

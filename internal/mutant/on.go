@@ -465,7 +465,6 @@ var (
 	SampledAllocReserved    = on("sampledallocreserved")
 	OrphanSlotMask          = on("orphanslotmask")
 	EvictWrongEntry         = on("evictwrongentry")
-	FlushWalkPrev           = on("flushwalkprev")
 	FrontInPlaceNoDeliver   = on("frontinplacenodeliver")
 	ReallocNewReserved      = on("reallocnewreserved")
 )
