@@ -9,6 +9,9 @@ package impl_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
@@ -187,4 +190,73 @@ func TestPanickingLeftoverReportInCacheRealloc(t *testing.T) {
 		must(t, c.Free(o))
 	}
 	closeClean(t, a, c, d)
+}
+
+// TestAllocAfterSampledReallocNotReserved (FREE-DOUBLE, CONSERVE): a moving
+// Realloc in sampled guard mode allocates its new object "reserving", so
+// that a guarded one stays reserved until the Realloc returns it; the flag
+// ends with that allocation. A guarded object a later Alloc returns is the
+// caller's at once, and its free is accepted. Every allocation is guarded
+// here (SampleRate 1). Slip: allocReserving never clears the flag
+// (reservingkept): every later guarded object is born reserved, its free
+// refused as a double free, and it stays live for good.
+func TestAllocAfterSampledReallocNotReserved(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	defer c.Close()
+	b := allocN(t, c, 64)
+	r, err := c.Realloc(b, 200)
+	must(t, err)
+	x := allocN(t, c, 64)
+	if g := a.Stats().Guard.Allocs; g != 3 {
+		t.Fatalf("setup: %d allocations guarded, want 3 (b, the Realloc's, x)", g)
+	}
+	if err := c.Free(x); err != nil {
+		t.Errorf("free of a guarded object Alloc returned after a Realloc: %v", err)
+	}
+	must(t, c.Free(r))
+}
+
+// TestCloseUnmapsReservation (MEM-ACCOUNT; Allocator.Close "releases the
+// reservation"): after Close no mapping of the process covers the
+// reservation's address space; a program that makes and closes Allocators
+// would otherwise lose Reserve bytes of address space to each. Only the
+// mmap backend maps (the Go-heap one, under -race, holds a heap slice): an
+// Allocator in guard mode says which (GuardProtects). Slip: the mmap
+// backend's release takes its mapping for already released and unmaps
+// nothing (unmapskipped).
+func TestCloseUnmapsReservation(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Guard: impl.GuardOptions{Enabled: true}})
+	must(t, err)
+	if !a.GuardProtects() {
+		a.Close()
+		t.Skip("the Go-heap backend maps nothing of its own")
+	}
+	x, err := a.Alloc(64)
+	must(t, err)
+	p := addrOf(x)
+	mapped := func() bool {
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Skipf("no /proc/self/maps: %v", err)
+		}
+		for _, l := range strings.Split(string(maps), "\n") {
+			var lo, hi uintptr
+			if _, err := fmt.Sscanf(l, "%x-%x", &lo, &hi); err == nil && lo <= p && p < hi {
+				return true
+			}
+		}
+		return false
+	}
+	if !mapped() {
+		t.Fatalf("setup: %#x, an object of the open Allocator, is in no mapping", p)
+	}
+	must(t, a.Free(x))
+	a.Close()
+	if mapped() {
+		t.Errorf("after Close the reservation (object at %#x) is still mapped", p)
+	}
 }

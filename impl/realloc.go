@@ -199,6 +199,10 @@ func (c *Cache) allocReserving(n int) ([]byte, error) {
 	if !mutant.GotReservedKept { // FREE-DOUBLE/CONSERVE: a flag of the previous guarded Realloc
 		c.gotReserved = false
 	}
-	defer func() { c.reserving = false }()
+	defer func() {
+		if !mutant.ReservingKept { // FREE-DOUBLE: or later guarded objects are born reserved
+			c.reserving = false
+		}
+	}()
 	return c.Alloc(n)
 }

@@ -450,6 +450,8 @@ const (
 	EvictWrongEntry         = false
 	FrontInPlaceNoDeliver   = false
 	ReallocNewReserved      = false
+	ReservingKept           = false
+	UnmapSkipped            = false
 )
 
 func Drop() bool { return false }

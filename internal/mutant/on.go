@@ -467,6 +467,8 @@ var (
 	EvictWrongEntry         = on("evictwrongentry")
 	FrontInPlaceNoDeliver   = on("frontinplacenodeliver")
 	ReallocNewReserved      = on("reallocnewreserved")
+	ReservingKept           = on("reservingkept")
+	UnmapSkipped            = on("unmapskipped")
 )
 
 var remoteFrees atomic.Uint64
