@@ -467,4 +467,5 @@ var All = []Mutant{
 	{"reallocnewreserved", "CONSERVE", "Cache.Realloc", "Cache.Realloc hands the new object it is about to return to freeReserved when the reports it delivers on its way out panic: an ordinary small object is not freed there, and stays live with nobody holding it (hunt21)"},
 	{"reservingkept", "FREE-DOUBLE", "Cache.Alloc", "a moving Realloc in sampled guard mode leaves its cache reserving once its new object is allocated: every later guarded object of that cache is born reserved, its free refused as a double free, and it stays live for good (hunt21)"},
 	{"unmapskipped", "MEM-ACCOUNT", "Allocator.Close", "the mmap backend's release takes its mapping for released already and unmaps nothing: every closed Allocator keeps its reservation's address space for good (hunt21)"},
+	{"orphanrefusalnomiss", "STATS-EXACT", "Cache.Free", "a free refused in an orphan (not a slot start) reads the header and fills the entry but counts no superblock-cache miss: SuperblockCacheMisses falls short of the frees that read the header (hunt21)"},
 }

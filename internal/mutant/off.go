@@ -452,6 +452,7 @@ const (
 	ReallocNewReserved      = false
 	ReservingKept           = false
 	UnmapSkipped            = false
+	OrphanRefusalNoMiss     = false
 )
 
 func Drop() bool { return false }

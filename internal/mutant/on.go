@@ -469,6 +469,7 @@ var (
 	ReallocNewReserved      = on("reallocnewreserved")
 	ReservingKept           = on("reservingkept")
 	UnmapSkipped            = on("unmapskipped")
+	OrphanRefusalNoMiss     = on("orphanrefusalnomiss")
 )
 
 var remoteFrees atomic.Uint64
