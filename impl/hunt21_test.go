@@ -294,3 +294,23 @@ func TestInvalidFreeIntoOrphanCountsMiss(t *testing.T) {
 	}
 	must(t, freer.Free(x))
 }
+
+// TestFrontAllocCapacityIsUsable (REFINES, ALIGN: an object's capacity is
+// spec.Usable(n, 1) for Alloc): the Allocator's own Alloc serves every size
+// with the smallest class that holds it, whatever the front (per-P caches,
+// or the portable build's shards), not a class of a stricter alignment. A
+// size of 8 is where they part: class 8, where 16-byte alignment needs 16.
+// Slip: the portable front's Alloc asks its shard for an alignment of 16,
+// not 1 (portablealloc16).
+func TestFrontAllocCapacityIsUsable(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	for _, n := range []int{1, 8, 24, 40, 56, 72, 100, 1000, spec.MaxSmall} {
+		b := allocN(t, a, n)
+		if cap(b) != spec.Usable(n, 1) {
+			t.Errorf("Alloc(%d): capacity %d, want spec.Usable(%d, 1) = %d", n, cap(b), n, spec.Usable(n, 1))
+		}
+		must(t, a.Free(b))
+	}
+}

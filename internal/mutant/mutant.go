@@ -468,4 +468,5 @@ var All = []Mutant{
 	{"reservingkept", "FREE-DOUBLE", "Cache.Alloc", "a moving Realloc in sampled guard mode leaves its cache reserving once its new object is allocated: every later guarded object of that cache is born reserved, its free refused as a double free, and it stays live for good (hunt21)"},
 	{"unmapskipped", "MEM-ACCOUNT", "Allocator.Close", "the mmap backend's release takes its mapping for released already and unmaps nothing: every closed Allocator keeps its reservation's address space for good (hunt21)"},
 	{"orphanrefusalnomiss", "STATS-EXACT", "Cache.Free", "a free refused in an orphan (not a slot start) reads the header and fills the entry but counts no superblock-cache miss: SuperblockCacheMisses falls short of the frees that read the header (hunt21)"},
+	{"portablealloc16", "REFINES", "Allocator.Alloc", "the portable front's Alloc asks its shard's cache for an alignment of 16, not 1: sizes a smaller class holds (8, 24, ...) get a class of 16-byte alignment, a capacity past spec.Usable(n, 1) (hunt21; refalloc_portable build only)"},
 }

@@ -453,6 +453,7 @@ const (
 	ReservingKept           = false
 	UnmapSkipped            = false
 	OrphanRefusalNoMiss     = false
+	PortableAlloc16         = false
 )
 
 func Drop() bool { return false }

@@ -470,6 +470,7 @@ var (
 	ReservingKept           = on("reservingkept")
 	UnmapSkipped            = on("unmapskipped")
 	OrphanRefusalNoMiss     = on("orphanrefusalnomiss")
+	PortableAlloc16         = on("portablealloc16")
 )
 
 var remoteFrees atomic.Uint64
