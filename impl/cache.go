@@ -500,9 +500,7 @@ func (c *Cache) freeRead(off uintptr) error {
 			slot := rel%size == 0 && rel/size < uint32(spec.ClassObjects(int(k)))
 			if sb.owner.Load() == nil && !mutant.InvalidAdopts && !slot {
 				c.fillEntry(c.way(i), i, sb, rs, gen, k) // not mine: c owns no orphan
-				if !mutant.OrphanRefusalNoMiss {         // STATS-EXACT: it read the header
-					c.countMiss()
-				}
+				c.countMiss()
 				return c.reject(errInvalid(addr, int(k)))
 			}
 			yield(YieldFreeSlot)

@@ -261,40 +261,6 @@ func TestCloseUnmapsReservation(t *testing.T) {
 	}
 }
 
-// TestInvalidFreeIntoOrphanCountsMiss (STATS-EXACT: SuperblockCacheMisses
-// "counts frees of small objects that missed the freeing cache's superblock
-// cache and read the header"): a refused free into an orphan missed and read
-// the header like any other, and counts once, as the refused free into an
-// owned superblock does. Slip: the orphan's refusal fills the entry and
-// counts nothing (orphanrefusalnomiss).
-func TestInvalidFreeIntoOrphanCountsMiss(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	owner, _ := a.NewCache()
-	freer, _ := a.NewCache()
-	defer freer.Close()
-	x := allocN(t, owner, 48)
-	must(t, owner.Close()) // x's superblock an orphan, x live
-	misses := func() uint64 {
-		for _, cs := range a.Snapshot().Caches {
-			if cs.ID == freer.ID() {
-				return cs.UnpublishedMisses + cs.SuperblockCacheMisses
-			}
-		}
-		t.Fatal("the freeing cache is not in the snapshot")
-		return 0
-	}
-	before := misses()
-	if err := freer.Free(sliceAt(x, addrOf(x)+8, 1)); !errors.Is(err, impl.ErrInvalidPointer) {
-		t.Fatalf("free of a slot start + 8 in an orphan: %v, want ErrInvalidPointer", err)
-	}
-	if got := misses() - before; got != 1 {
-		t.Errorf("a refused free into an orphan counted %d superblock-cache misses, want 1", got)
-	}
-	must(t, freer.Free(x))
-}
-
 // TestFrontAllocCapacityIsUsable (REFINES, ALIGN: an object's capacity is
 // spec.Usable(n, 1) for Alloc): the Allocator's own Alloc serves every size
 // with the smallest class that holds it, whatever the front (per-P caches,

@@ -452,7 +452,6 @@ const (
 	ReallocNewReserved      = false
 	ReservingKept           = false
 	UnmapSkipped            = false
-	OrphanRefusalNoMiss     = false
 	PortableAlloc16         = false
 )
 

@@ -469,7 +469,6 @@ var (
 	ReallocNewReserved      = on("reallocnewreserved")
 	ReservingKept           = on("reservingkept")
 	UnmapSkipped            = on("unmapskipped")
-	OrphanRefusalNoMiss     = on("orphanrefusalnomiss")
 	PortableAlloc16         = on("portablealloc16")
 )
 
