@@ -127,6 +127,14 @@ func (a *Allocator) initCache(c *Cache) {
 	}
 }
 
+// dropArena forgets where c's held groups are, once the reservation is
+// released (Allocator.releaseAll; Cache.Close clears its class caches).
+func (c *Cache) dropArena() {
+	for k := range c.cls {
+		c.cls[k].base = nil
+	}
+}
+
 // Alloc returns n bytes: len n, cap the class's usable size, zeroed over the whole
 // cap. Alloc(0) returns a real object that can be freed. Errors: ErrInvalidSize
 // (n < 0), ErrTooLarge, ErrOutOfMemory, ErrClosed.

@@ -453,6 +453,7 @@ const (
 	ReservingKept           = false
 	UnmapSkipped            = false
 	PortableAlloc16         = false
+	ClosePinsArena          = false
 )
 
 func Drop() bool { return false }

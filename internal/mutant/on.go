@@ -470,6 +470,7 @@ var (
 	ReservingKept           = on("reservingkept")
 	UnmapSkipped            = on("unmapskipped")
 	PortableAlloc16         = on("portablealloc16")
+	ClosePinsArena          = on("closepinsarena")
 )
 
 var remoteFrees atomic.Uint64
