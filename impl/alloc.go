@@ -1156,7 +1156,25 @@ func (a *Allocator) releaseAll() error {
 		a.timer = nil
 	}
 	a.markAllPending()
-	return a.be.release()
+	if err := a.be.release(); err != nil {
+		return err
+	}
+	// Nothing of the Allocator may point into the reservation after it is
+	// released: the Go-heap backend's arena is a heap object, and a pointer
+	// left here (or in a cache's held group) would keep all of it alive for
+	// as long as the program holds the closed Allocator or one of its caches
+	// (TestCloseFreesHeapArena). Every later call says ErrClosed before it
+	// could use one: the remote words are all pending.
+	if mutant.ClosePinsArena { // MEM-ACCOUNT: the closed Allocator keeps the arena alive
+		return nil
+	}
+	a.start = nil
+	a.regMu.Lock()
+	for c := range a.caches {
+		c.dropArena()
+	}
+	a.regMu.Unlock()
+	return nil
 }
 
 // markAllPending sets every pending bit of every remote word. The fast paths

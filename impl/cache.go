@@ -127,6 +127,14 @@ func (a *Allocator) initCache(c *Cache) {
 	}
 }
 
+// dropArena forgets where c's held groups are, once the reservation is
+// released (Allocator.releaseAll; Cache.Close clears its class caches).
+func (c *Cache) dropArena() {
+	for k := range c.cls {
+		c.cls[k].base = nil
+	}
+}
+
 // Alloc returns n bytes: len n, cap the class's usable size, zeroed over the whole
 // cap. Alloc(0) returns a real object that can be freed. Errors: ErrInvalidSize
 // (n < 0), ErrTooLarge, ErrOutOfMemory, ErrClosed.
@@ -251,7 +259,11 @@ func zero(p unsafe.Pointer, size uintptr) {
 // allocSlow is the refill path (refillAlloc), then the reports it queued.
 func (c *Cache) allocSlow(n, k int) ([]byte, error) {
 	b, err := c.refillAlloc(n, k)
-	c.deliverAlloc(b, c.reserving && c.gotReserved)
+	reserved := c.reserving && c.gotReserved
+	if mutant.SampledAllocReserved { // CONSERVE: an unsampled new object is the cache's, not reserved
+		reserved = c.reserving
+	}
+	c.deliverAlloc(b, reserved)
 	return b, err
 }
 
@@ -490,6 +502,9 @@ func (c *Cache) freeRead(off uintptr) error {
 			// first, and a miss into one does not pay for the divisions.)
 			size := uint32(spec.ClassSize(int(k)))
 			rel := uint32(off) & (spec.SuperblockSize - 1)
+			if mutant.OrphanSlotMask { // FREE-INVALID: the offset's lowest bit lost
+				rel = uint32(off) & (spec.SuperblockSize - 2)
+			}
 			slot := rel%size == 0 && rel/size < uint32(spec.ClassObjects(int(k)))
 			if sb.owner.Load() == nil && !mutant.InvalidAdopts && !slot {
 				c.fillEntry(c.way(i), i, sb, rs, gen, k) // not mine: c owns no orphan

@@ -227,6 +227,7 @@ func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 	case mutant.ReallocNoDeliver:
 	case moved(r, b) && !mutant.FrontReallocDeliver:
 		a.deliverAlloc(r)
+	case mutant.FrontInPlaceNoDeliver && !moved(r, b): // DEBUG-POISON: in place, the reports wait
 	default:
 		a.deliver()
 	}

@@ -35,7 +35,12 @@ func (f *front) acquire(int, *Cache) (*Cache, *shard) {
 }
 
 // Alloc is Cache.Alloc, safe for concurrent use.
-func (a *Allocator) Alloc(n int) ([]byte, error) { return a.allocSlow(0, nil, n, 1) }
+func (a *Allocator) Alloc(n int) ([]byte, error) {
+	if mutant.PortableAlloc16 { // REFINES: the capacity is spec.Usable(n, 1)
+		return a.allocSlow(0, nil, n, 16)
+	}
+	return a.allocSlow(0, nil, n, 1)
+}
 
 // AllocAligned is Cache.AllocAligned, safe for concurrent use.
 func (a *Allocator) AllocAligned(n, align int) ([]byte, error) {

@@ -434,7 +434,7 @@ func (a *Allocator) evict(i int) bool {
 		gen, _, mark := unpackMeta(sb.meta.Load())
 		sb.meta.Store(packMeta(gen, statePool, mark))
 	}
-	if i == 0 {
+	if i == 0 || mutant.EvictWrongEntry && i == 1 { // GUARD-FAULT: the entry released, not the head
 		a.quar.q[0] = quarantined{}
 		a.quar.q = a.quar.q[1:]
 	} else {

@@ -27,7 +27,7 @@ import (
 func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := c.realloc(b, n)
 	if moved(r, b) {
-		c.deliverAlloc(r, false)
+		c.deliverAlloc(r, mutant.ReallocNewReserved) // CONSERVE: r is the cache's, not reserved
 	} else {
 		c.deliver() // in place: b is the caller's still
 	}
@@ -199,6 +199,10 @@ func (c *Cache) allocReserving(n int) ([]byte, error) {
 	if !mutant.GotReservedKept { // FREE-DOUBLE/CONSERVE: a flag of the previous guarded Realloc
 		c.gotReserved = false
 	}
-	defer func() { c.reserving = false }()
+	defer func() {
+		if !mutant.ReservingKept { // FREE-DOUBLE: or later guarded objects are born reserved
+			c.reserving = false
+		}
+	}()
 	return c.Alloc(n)
 }

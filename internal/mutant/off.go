@@ -445,6 +445,15 @@ const (
 	FrontOOMAnyCache        = false
 	FrontZeroesLen          = false
 	FrontAlignedClass       = false
+	SampledAllocReserved    = false
+	OrphanSlotMask          = false
+	EvictWrongEntry         = false
+	FrontInPlaceNoDeliver   = false
+	ReallocNewReserved      = false
+	ReservingKept           = false
+	UnmapSkipped            = false
+	PortableAlloc16         = false
+	ClosePinsArena          = false
 )
 
 func Drop() bool { return false }

@@ -462,6 +462,15 @@ var (
 	FrontOOMAnyCache        = on("frontoomanycache")
 	FrontZeroesLen          = on("frontzeroeslen")
 	FrontAlignedClass       = on("frontalignedclass")
+	SampledAllocReserved    = on("sampledallocreserved")
+	OrphanSlotMask          = on("orphanslotmask")
+	EvictWrongEntry         = on("evictwrongentry")
+	FrontInPlaceNoDeliver   = on("frontinplacenodeliver")
+	ReallocNewReserved      = on("reallocnewreserved")
+	ReservingKept           = on("reservingkept")
+	UnmapSkipped            = on("unmapskipped")
+	PortableAlloc16         = on("portablealloc16")
+	ClosePinsArena          = on("closepinsarena")
 )
 
 var remoteFrees atomic.Uint64
