@@ -260,6 +260,10 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	case COpFlush:
 		w.c.Flush()
 	case COpReopen:
+		if mutant.A1829 {
+			w.c.Flush()
+			break
+		}
 		w.sh.CloseCache(w.c, w.id)
 		var err error
 		if w.c, w.id, err = w.sh.OpenCache(); err != nil {
@@ -284,7 +288,7 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		}
 		if p != nil {
 			var c *impl.Cache
-			if b&1 == 0 {
+			if b&1 == 0 || mutant.A1830 {
 				c = w.c
 			}
 			w.sh.StaleFree(c, w.id, p)

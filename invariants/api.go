@@ -36,7 +36,7 @@ func (h *Harness) call(id int, f func()) {
 	}
 	h.frontCalls++
 	h.served = -1
-	if h.frontCalls%2 == 1 {
+	if h.frontCalls%2 == 1 && !mutant.A1817 {
 		n := h.A.FrontCaches()
 		if mutant.FrontRouteLast {
 			n = max(1, n-1)

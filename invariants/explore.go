@@ -52,6 +52,9 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 	var sizes []int
 	for range 2 + ch.Intn(2, "sizes") {
 		sizes = append(sizes, menu[ch.Intn(len(menu), "size menu")])
+		if mutant.A1820 && sizes[len(sizes)-1] > spec.MaxSmall {
+			sizes[len(sizes)-1] = spec.MaxSmall
+		}
 	}
 	workers := 2 + ch.Intn(3, "workers")
 	if mutant.ExploreWorkers4 {
@@ -63,7 +66,7 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 		Options: impl.Options{
 			Reserve:             (4 + ch.Intn(5, "superblocks")) * spec.SuperblockSize,
 			SuperblockCacheWays: []int{1, 8, 16, 32, 64, 128}[ch.Intn(6, "ways")],
-			Debug:               ch.Intn(3, "debug") == 0,
+			Debug:               ch.Intn(3, "debug") == 0 && !mutant.A1821,
 			Retain:              []int{0, -1}[ch.Intn(2, "retain")],
 		},
 		Sizes:       sizes,
@@ -296,7 +299,7 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		res.Rounds++
 		res.Switches += x.switches
 		res.Steps += x.steps
-		flushed := ch.Intn(4, "flushed?") == 0
+		flushed := ch.Intn(4, "flushed?") == 0 && !mutant.A1824
 		if flushed {
 			x.flushAll(sh)
 		}
@@ -424,7 +427,7 @@ func (x *explorer) closeReopen(sh *Shared, w *eworker) eop {
 // in the round changes it).
 func (x *explorer) plan(sh *Shared, w *eworker) eop {
 	size := func() int { return x.cfg.Sizes[x.ch.Intn(len(x.cfg.Sizes), "size")] }
-	front := x.ch.Intn(4, "front?") == 0 // the Allocator's methods, not w's cache
+	front := x.ch.Intn(4, "front?") == 0 && !mutant.A1822 // the Allocator's methods, not w's cache
 	via := func() (*impl.Cache, int) {
 		if front {
 			return nil, Front
@@ -473,6 +476,9 @@ func (x *explorer) plan(sh *Shared, w *eworker) eop {
 		}
 	case op == 6:
 		// Hand an object to another worker, who will free it: a remote free.
+		if mutant.A1823 {
+			break
+		}
 		if o, ok := take(); ok {
 			to := x.workers[x.ch.Intn(len(x.workers), "to")]
 			to.mine = append(to.mine, o)

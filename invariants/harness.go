@@ -518,6 +518,9 @@ func (h *Harness) badSlice(kind, pick int) (b []byte, done func(), err error) {
 			return nil, done, errNone
 		}
 		b = h.freed[pick%len(h.freed)]
+		if mutant.A1819 {
+			b = h.freed[len(h.freed)-1]
+		}
 		if _, ok := h.live[addr(b)]; ok {
 			return nil, done, errNone // the address is live again: that would be a real free
 		}
@@ -597,7 +600,7 @@ func (h *Harness) TouchQuarantined(pick int, write bool) error {
 	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(ref)), int(e.Addr)-int(addr(ref)))
 	span := unsafe.Slice((*byte)(p), e.Superblocks*s.SuperblockSize)
 	i := (pick / len(q)) % len(span)
-	if pick%3 == 0 {
+	if pick%3 == 0 || mutant.A1818 {
 		i = (pick / len(q)) % e.Usable // mostly inside the object itself
 	}
 	report := touch(h.A, span, i, write)

@@ -445,6 +445,36 @@ const (
 	FrontOOMAnyCache        = false
 	FrontZeroesLen          = false
 	FrontAlignedClass       = false
+	A1801                   = false
+	A1802                   = false
+	A1803                   = false
+	A1804                   = false
+	A1805                   = false
+	A1806                   = false
+	A1807                   = false
+	A1808                   = false
+	A1809                   = false
+	A1810                   = false
+	A1811                   = false
+	A1812                   = false
+	A1813                   = false
+	A1814                   = false
+	A1815                   = false
+	A1816                   = false
+	A1817                   = false
+	A1818                   = false
+	A1819                   = false
+	A1820                   = false
+	A1821                   = false
+	A1822                   = false
+	A1823                   = false
+	A1824                   = false
+	A1825                   = false
+	A1826                   = false
+	A1827                   = false
+	A1828                   = false
+	A1829                   = false
+	A1830                   = false
 )
 
 func Drop() bool { return false }
