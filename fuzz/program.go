@@ -138,10 +138,10 @@ func (p Program) Options() impl.Options {
 	if mutant.ProgReserveNarrow {
 		reserve = p.Header & 1
 	}
-	opt := impl.Options{Reserve: (16 << reserve) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0 && !mutant.A1825}
+	opt := impl.Options{Reserve: (16 << reserve) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
 	if p.Header&64 != 0 {
 		opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: 1}
-		if p.Header&128 != 0 && !mutant.A1826 {
+		if p.Header&128 != 0 {
 			opt.Guard.SampleRate, opt.Guard.QuarantineObjects = 3, 1
 		}
 	} else if p.Header&128 != 0 && !mutant.ProgRetain {
@@ -362,7 +362,7 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 	a := live[int(c.Victim)%len(live)]
 	switch mode {
 	case 0:
-		if mutant.A1827 {
+		if mutant.ProgReallocNotOwner {
 			break
 		}
 		if id = h.Owner(a); h.Cache(id) == nil {
@@ -379,7 +379,7 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 		edges := invariants.ReallocSizes(o)
 		n = edges[int(c.Size)%len(edges)]
 	}
-	note(h, observed{Op: c.Op, Call: "realloc", ID: id, N: int(mode)})
+	note(h, observed{Op: c.Op, Call: "realloc", ID: id, Owner: o.Cache, N: int(mode)})
 	if err := h.Realloc(id, a, n); err != nil || h.LastErr != nil || c.Flags&32 == 0 || mutant.ProgReallocBack {
 		return err
 	}

@@ -36,7 +36,7 @@ func (h *Harness) call(id int, f func()) {
 	}
 	h.frontCalls++
 	h.served = -1
-	if h.frontCalls%2 == 1 && !mutant.A1817 {
+	if h.frontCalls%2 == 1 {
 		n := h.A.FrontCaches()
 		if mutant.FrontRouteLast {
 			n = max(1, n-1)
@@ -176,6 +176,7 @@ func (h *Harness) intact(a uintptr) *Violation {
 
 func (h *Harness) realloc(id int, b []byte, n int) error {
 	old := addr(b)
+	h.saw(sawCall{Call: "realloc", ID: id, Addr: old, N: n, Align: 1})
 	_, live := h.live[old]
 	c := h.cache(id)
 	inPlace, sure := false, false

@@ -25,9 +25,6 @@ func EdgeSizes(reservation int) []int {
 	for p := spec.MaxSmall / spec.PageSize; p <= 3*spec.SuperblockSize/spec.PageSize; p++ {
 		out = append(out, p*spec.PageSize-1, p*spec.PageSize, p*spec.PageSize+1)
 	}
-	if mutant.A1814 {
-		return append(out, 0, reservation-1, reservation+1)
-	}
 	return append(out, 0, reservation-1, reservation, reservation+1)
 }
 
@@ -49,19 +46,12 @@ func ReallocSizes(o oracle.Object) []int {
 		if mutant.ReallocSizesNext {
 			next = spec.ClassSize(k)
 		}
-		below := max(lo-1, 0)
-		if mutant.A1815 {
-			below = lo
-		}
-		return []int{spec.ClassSize(k), next, lo, below, (lo + spec.ClassSize(k)) / 2, spec.MaxSmall + 1}
+		return []int{spec.ClassSize(k), next, lo, max(lo-1, 0), (lo + spec.ClassSize(k)) / 2, spec.MaxSmall + 1}
 	}
 	p := o.Usable / spec.PageSize
 	least := ((p+1)/2-1)*spec.PageSize + 1
 	out := []int{o.Usable, o.Usable + 1, o.Usable - spec.PageSize, o.Usable - spec.PageSize + 1, least, least - 1, 0, o.Usable / 2,
 		spec.MaxSmall + 1, spec.MaxSmall}
-	if mutant.A1816 {
-		out[5] = least
-	}
 	if mutant.ReallocSizesSmall {
 		out = out[:len(out)-2]
 	}

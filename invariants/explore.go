@@ -52,9 +52,6 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 	var sizes []int
 	for range 2 + ch.Intn(2, "sizes") {
 		sizes = append(sizes, menu[ch.Intn(len(menu), "size menu")])
-		if mutant.A1820 && sizes[len(sizes)-1] > spec.MaxSmall {
-			sizes[len(sizes)-1] = spec.MaxSmall
-		}
 	}
 	workers := 2 + ch.Intn(3, "workers")
 	if mutant.ExploreWorkers4 {
@@ -66,7 +63,7 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 		Options: impl.Options{
 			Reserve:             (4 + ch.Intn(5, "superblocks")) * spec.SuperblockSize,
 			SuperblockCacheWays: []int{1, 8, 16, 32, 64, 128}[ch.Intn(6, "ways")],
-			Debug:               ch.Intn(3, "debug") == 0 && !mutant.A1821,
+			Debug:               ch.Intn(3, "debug") == 0,
 			Retain:              []int{0, -1}[ch.Intn(2, "retain")],
 		},
 		Sizes:       sizes,
@@ -79,7 +76,10 @@ type ExploreResult struct {
 	// Steps counts the scheduling decisions: yield points reached, and ends of
 	// a worker's operations.
 	Rounds, Ops, Switches, Steps int
-	Violations                   []*Violation
+	// Flushed counts the rounds checked after every cache was flushed
+	// (STATS-EXACT: Shared.Check of a flushed snapshot).
+	Flushed    int
+	Violations []*Violation
 	// Trace is the schedule of the first failing round: "worker: yield point"
 	// per step, with the operations each worker ran.
 	Trace string
@@ -299,9 +299,10 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		res.Rounds++
 		res.Switches += x.switches
 		res.Steps += x.steps
-		flushed := ch.Intn(4, "flushed?") == 0 && !mutant.A1824
+		flushed := ch.Intn(4, "flushed?") == 0 && !mutant.ExploreNoFlushed
 		if flushed {
 			x.flushAll(sh)
+			res.Flushed++
 		}
 		sh.Check(flushed)
 		for _, w := range x.workers {
@@ -427,7 +428,7 @@ func (x *explorer) closeReopen(sh *Shared, w *eworker) eop {
 // in the round changes it).
 func (x *explorer) plan(sh *Shared, w *eworker) eop {
 	size := func() int { return x.cfg.Sizes[x.ch.Intn(len(x.cfg.Sizes), "size")] }
-	front := x.ch.Intn(4, "front?") == 0 && !mutant.A1822 // the Allocator's methods, not w's cache
+	front := x.ch.Intn(4, "front?") == 0 // the Allocator's methods, not w's cache
 	via := func() (*impl.Cache, int) {
 		if front {
 			return nil, Front
@@ -476,9 +477,6 @@ func (x *explorer) plan(sh *Shared, w *eworker) eop {
 		}
 	case op == 6:
 		// Hand an object to another worker, who will free it: a remote free.
-		if mutant.A1823 {
-			break
-		}
 		if o, ok := take(); ok {
 			to := x.workers[x.ch.Intn(len(x.workers), "to")]
 			to.mine = append(to.mine, o)

@@ -38,10 +38,6 @@ func newMachine(t *rapid.T) *machine {
 // Go-heap backend in a quarter.
 func machineOptions(t *rapid.T) impl.Options {
 	ways := []int{1, 8, 16, 32, 64, 128} // every valid count
-	retains := []int{0, 4 * spec.SuperblockSize, -1}
-	if mutant.A1803 {
-		retains[2] = 0
-	}
 	if mutant.MachineWays128 {
 		ways[5] = 64
 	}
@@ -50,14 +46,14 @@ func machineOptions(t *rapid.T) impl.Options {
 		SuperblockCacheWays: rapid.SampledFrom(ways).Draw(t, "ways"),
 		// Retain: keep everything (the default, 32 MiB), a few superblocks,
 		// or return memory at once: superblocks come back fresh from the OS.
-		Retain: rapid.SampledFrom(retains).Draw(t, "retain"),
+		Retain: rapid.SampledFrom([]int{0, 4 * spec.SuperblockSize, -1}).Draw(t, "retain"),
 		// Decay: the default (1 s: past Retain the pool keeps what it holds for
 		// the whole run, bounded by the growth rule only), at once (MEM-ACCOUNT
 		// then checks at every step that the pool holds no more than Retain),
 		// or never but by that rule.
 		Decay: rapid.SampledFrom([]time.Duration{0, -1, time.Hour}).Draw(t, "decay"),
 		// Debug: every call through the slow paths, freed memory poisoned.
-		Debug: rapid.IntRange(0, 3).Draw(t, "debug") == 0 && !mutant.A1801,
+		Debug: rapid.IntRange(0, 3).Draw(t, "debug") == 0,
 	}
 	// Guard mode in a third of the runs (GUARD-FAULT): every small allocation
 	// sampled, or some, or none; a quarantine of one object, a few, or the
@@ -73,7 +69,7 @@ func machineOptions(t *rapid.T) impl.Options {
 	}
 	// The Go-heap backend in a quarter of the runs, as -race builds always
 	// have it: guard mode then poisons and does not protect.
-	opt.HeapBackend = rapid.IntRange(0, 3).Draw(t, "heapBackend") == 0 && !mutant.A1802
+	opt.HeapBackend = rapid.IntRange(0, 3).Draw(t, "heapBackend") == 0
 	return opt
 }
 
@@ -89,7 +85,7 @@ func (m *machine) must(t *rapid.T, err error) {
 // cacheID draws an open cache, or the Allocator's own methods.
 func (m *machine) cacheID(t *rapid.T, label string) int {
 	ids := append([]int{Front}, m.h.Caches()...)
-	if mutant.A1804 && len(ids) > 1 {
+	if mutant.MachineNoFront && len(ids) > 1 {
 		ids = ids[1:]
 	}
 	return rapid.SampledFrom(ids).Draw(t, label)
@@ -178,7 +174,7 @@ func (m *machine) freeCross(t *rapid.T) {
 func (m *machine) crossFreers(a uintptr) []int {
 	var others []int
 	for _, id := range append([]int{Front}, m.h.Caches()...) {
-		if (id != m.h.Owner(a) || mutant.MachineCrossLocal) && !(mutant.A1805 && id == Front) {
+		if id != m.h.Owner(a) || mutant.MachineCrossLocal {
 			others = append(others, id)
 		}
 	}
@@ -187,7 +183,7 @@ func (m *machine) crossFreers(a uintptr) []int {
 
 func (m *machine) freeBad(t *rapid.T) {
 	top := NumBad - 1
-	if mutant.A1813 {
+	if mutant.MachineNoWild {
 		top--
 	}
 	kind := rapid.IntRange(0, top).Draw(t, "badKind")
@@ -197,7 +193,7 @@ func (m *machine) freeBad(t *rapid.T) {
 func (m *machine) allocBad(t *rapid.T) {
 	id := m.cacheID(t, "cache")
 	kinds := 2
-	if mutant.A1810 {
+	if mutant.MachineNoBadAlign {
 		kinds = 1
 	}
 	switch rapid.IntRange(0, kinds).Draw(t, "badAlloc") {
@@ -223,9 +219,6 @@ func (m *machine) reallocer(t *rapid.T, a uintptr) int {
 	case 0:
 		return m.owner(a)
 	case 1:
-		if mutant.A1806 {
-			return m.owner(a)
-		}
 		return Front
 	}
 	return m.cacheID(t, "cache")
@@ -237,7 +230,7 @@ func (m *machine) reallocer(t *rapid.T, a uintptr) int {
 func (m *machine) realloc(t *rapid.T) {
 	a, ok := m.pickLive(t)
 	if !ok || rapid.IntRange(0, 9).Draw(t, "nil?") == 0 {
-		if mutant.A1807 {
+		if mutant.MachineNoNilRealloc {
 			return
 		}
 		m.must(t, m.h.Realloc(m.cacheID(t, "cache"), 0, drawSize(t)))
@@ -282,7 +275,7 @@ func (m *machine) reallocBad(t *rapid.T) {
 // Allocator (FREE-INVALID).
 func (m *machine) freeTail(t *rapid.T) {
 	if a, ok := m.pickLive(t); ok {
-		m.must(t, m.h.FreeTail(m.cacheID(t, "cache"), a, rapid.Bool().Draw(t, "lastByte") && !mutant.A1808))
+		m.must(t, m.h.FreeTail(m.cacheID(t, "cache"), a, rapid.Bool().Draw(t, "lastByte") && !mutant.MachineNoTailLast))
 	}
 }
 
@@ -293,7 +286,7 @@ func (m *machine) trim(t *rapid.T) { m.must(t, m.h.Trim()) }
 // touchFreed reads or writes a freed object in quarantine: it must fault, and
 // the report name it (GUARD-FAULT).
 func (m *machine) touchFreed(t *rapid.T) {
-	m.must(t, m.h.TouchQuarantined(rapid.IntRange(0, 1<<30).Draw(t, "pick"), rapid.Bool().Draw(t, "write") && !mutant.A1809))
+	m.must(t, m.h.TouchQuarantined(rapid.IntRange(0, 1<<30).Draw(t, "pick"), rapid.Bool().Draw(t, "write") && !mutant.MachineTouchReadOnly))
 }
 
 func (m *machine) closeCache(t *rapid.T) {
@@ -325,7 +318,7 @@ func (m *machine) useClosed(t *rapid.T) {
 	}
 	id := rapid.SampledFrom(closed).Draw(t, "closedCache")
 	ops := 5
-	if mutant.A1812 {
+	if mutant.MachineClosedNoLive {
 		ops = 4
 	}
 	switch rapid.IntRange(0, ops).Draw(t, "closedOp") {
@@ -397,7 +390,13 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 func RunMachine(t *rapid.T) {
 	m := newMachine(t)
 	t.Repeat(m.actions())
-	if rapid.IntRange(0, 3).Draw(t, "end") == 0 && !mutant.A1811 {
+	m.end(t)
+}
+
+// end ends a run: one time in four the Allocator is closed with objects
+// live (afterClose), else everything is freed (EMPTY); then it is closed.
+func (m *machine) end(t *rapid.T) {
+	if rapid.IntRange(0, 3).Draw(t, "end") == 0 && !mutant.MachineNoAfterClose {
 		m.afterClose(t)
 	} else {
 		m.must(t, m.h.FreeAll())

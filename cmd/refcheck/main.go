@@ -82,7 +82,7 @@ func config(args []string, stdout, stderr io.Writer) (invariants.SoakConfig, err
 				p.Elapsed.Seconds(), p.Ops, p.Frees, 100*float64(p.RemoteFrees)/float64(max(p.Frees, 1)), p.OOMs, p.Live, p.Checks, p.Violations)
 		},
 	}
-	if mutant.A1828 {
+	if mutant.RefcheckWays {
 		cfg.Ways = 16
 	}
 	if *guard != 0 {
