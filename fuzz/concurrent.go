@@ -55,6 +55,8 @@ type concCounts struct {
 	// BurstAllocator counts the Allocator's methods (COpAllocator) called
 	// in bursts, while the other workers run.
 	BurstAllocator int
+	Reopen         int // caches closed (and another opened) mid-run
+	StaleFront     int // stale frees through the Allocator's methods
 }
 
 // concEnd, if set (tests), is told at the end of RunConcurrent, when every
@@ -165,6 +167,8 @@ func RunConcurrent(data []byte) error {
 			n.Stale += w.n.Stale
 			n.Burst += w.n.Burst
 			n.BurstAllocator += w.n.BurstAllocator
+			n.Reopen += w.n.Reopen
+			n.StaleFront += w.n.StaleFront
 		}
 		concEnd(sh, n)
 	}
@@ -260,7 +264,12 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	case COpFlush:
 		w.c.Flush()
 	case COpReopen:
+		if mutant.ConcNoReopen {
+			w.c.Flush()
+			break
+		}
 		w.sh.CloseCache(w.c, w.id)
+		w.n.Reopen++
 		var err error
 		if w.c, w.id, err = w.sh.OpenCache(); err != nil {
 			panic(err)
@@ -284,8 +293,10 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		}
 		if p != nil {
 			var c *impl.Cache
-			if b&1 == 0 {
+			if b&1 == 0 || mutant.ConcStaleNoFront {
 				c = w.c
+			} else {
+				w.n.StaleFront++
 			}
 			w.sh.StaleFree(c, w.id, p)
 		}

@@ -362,6 +362,9 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 	a := live[int(c.Victim)%len(live)]
 	switch mode {
 	case 0:
+		if mutant.ProgReallocNotOwner {
+			break
+		}
 		if id = h.Owner(a); h.Cache(id) == nil {
 			id = invariants.Front
 		}
@@ -376,7 +379,7 @@ func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 		edges := invariants.ReallocSizes(o)
 		n = edges[int(c.Size)%len(edges)]
 	}
-	note(h, observed{Op: c.Op, Call: "realloc", ID: id, N: int(mode)})
+	note(h, observed{Op: c.Op, Call: "realloc", ID: id, Owner: o.Cache, N: int(mode)})
 	if err := h.Realloc(id, a, n); err != nil || h.LastErr != nil || c.Flags&32 == 0 || mutant.ProgReallocBack {
 		return err
 	}

@@ -176,6 +176,7 @@ func (h *Harness) intact(a uintptr) *Violation {
 
 func (h *Harness) realloc(id int, b []byte, n int) error {
 	old := addr(b)
+	h.saw(sawCall{Call: "realloc", ID: id, Addr: old, N: n, Align: 1})
 	_, live := h.live[old]
 	c := h.cache(id)
 	inPlace, sure := false, false

@@ -76,7 +76,10 @@ type ExploreResult struct {
 	// Steps counts the scheduling decisions: yield points reached, and ends of
 	// a worker's operations.
 	Rounds, Ops, Switches, Steps int
-	Violations                   []*Violation
+	// Flushed counts the rounds checked after every cache was flushed
+	// (STATS-EXACT: Shared.Check of a flushed snapshot).
+	Flushed    int
+	Violations []*Violation
 	// Trace is the schedule of the first failing round: "worker: yield point"
 	// per step, with the operations each worker ran.
 	Trace string
@@ -296,9 +299,10 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		res.Rounds++
 		res.Switches += x.switches
 		res.Steps += x.steps
-		flushed := ch.Intn(4, "flushed?") == 0
+		flushed := ch.Intn(4, "flushed?") == 0 && !mutant.ExploreNoFlushed
 		if flushed {
 			x.flushAll(sh)
+			res.Flushed++
 		}
 		sh.Check(flushed)
 		for _, w := range x.workers {

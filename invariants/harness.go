@@ -139,9 +139,34 @@ func (h *Harness) Caches() []int { return h.M.OpenCaches() }
 // AllIDs returns every cache ID ever opened (closed ones too).
 func (h *Harness) AllIDs() []int { return h.ids }
 
+// sawHook, if set (by a test), is told of each call a driver asks the
+// Harness for, before it is made: what the driver's draws reached (as
+// fuzz's observe is of a program's commands; freeTailHook is FreeTail's).
+var sawHook func(sawCall)
+
+// sawCall is one call a driver asked the Harness for.
+type sawCall struct {
+	Call     string  // "alloc", "realloc", "free bad", "touch"
+	ID       int     // the cache; Front: the Allocator's methods
+	Addr     uintptr // realloc: the object resized (0: nil); free bad: the slice freed
+	N, Align int     // alloc, realloc: the size and alignment; free bad: the kind
+	// Offset, Size: touch: the byte touched and the object's usable size.
+	Offset, Size int
+	Write        bool // touch: a write
+	Closed       bool // the cache (or, for Front, the Allocator) is closed
+}
+
+func (h *Harness) saw(c sawCall) {
+	if sawHook != nil {
+		c.Closed = h.M.Closed() || c.ID != Front && h.caches[c.ID] == nil
+		sawHook(c)
+	}
+}
+
 // Alloc allocates n bytes aligned to align (1: Alloc) on cache id (Front: the
 // Allocator's methods), checks ZEROED, and fills the object (INTEGRITY).
 func (h *Harness) Alloc(id, n, align int) error {
+	h.saw(sawCall{Call: "alloc", ID: id, N: n, Align: align})
 	c := h.cache(id)
 	if c == nil { // closed cache: call it anyway through the closed handle
 		return h.allocClosed(id, n, align)
@@ -468,6 +493,7 @@ func (h *Harness) FreeBad(id, kind, pick int) error {
 		return ignoreNone(err)
 	}
 	defer done()
+	h.saw(sawCall{Call: "free bad", ID: id, Addr: addr(b), N: kind})
 	if _, err := h.free(id, b); err != nil {
 		return err
 	}
@@ -518,6 +544,9 @@ func (h *Harness) badSlice(kind, pick int) (b []byte, done func(), err error) {
 			return nil, done, errNone
 		}
 		b = h.freed[pick%len(h.freed)]
+		if mutant.DoubleLastOnly {
+			b = h.freed[len(h.freed)-1]
+		}
 		if _, ok := h.live[addr(b)]; ok {
 			return nil, done, errNone // the address is live again: that would be a real free
 		}
@@ -597,9 +626,10 @@ func (h *Harness) TouchQuarantined(pick int, write bool) error {
 	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(ref)), int(e.Addr)-int(addr(ref)))
 	span := unsafe.Slice((*byte)(p), e.Superblocks*s.SuperblockSize)
 	i := (pick / len(q)) % len(span)
-	if pick%3 == 0 {
+	if pick%3 == 0 || mutant.TouchInsideOnly {
 		i = (pick / len(q)) % e.Usable // mostly inside the object itself
 	}
+	h.saw(sawCall{Call: "touch", Offset: i, Size: e.Usable, Write: write})
 	report := touch(h.A, span, i, write)
 	switch {
 	case report == nil:

@@ -85,6 +85,9 @@ func (m *machine) must(t *rapid.T, err error) {
 // cacheID draws an open cache, or the Allocator's own methods.
 func (m *machine) cacheID(t *rapid.T, label string) int {
 	ids := append([]int{Front}, m.h.Caches()...)
+	if mutant.MachineNoFront && len(ids) > 1 {
+		ids = ids[1:]
+	}
 	return rapid.SampledFrom(ids).Draw(t, label)
 }
 
@@ -179,13 +182,21 @@ func (m *machine) crossFreers(a uintptr) []int {
 }
 
 func (m *machine) freeBad(t *rapid.T) {
-	kind := rapid.IntRange(0, NumBad-1).Draw(t, "badKind")
+	top := NumBad - 1
+	if mutant.MachineNoWild {
+		top--
+	}
+	kind := rapid.IntRange(0, top).Draw(t, "badKind")
 	m.must(t, m.h.FreeBad(m.cacheID(t, "cache"), kind, rapid.IntRange(0, 1<<20).Draw(t, "pick")))
 }
 
 func (m *machine) allocBad(t *rapid.T) {
 	id := m.cacheID(t, "cache")
-	switch rapid.IntRange(0, 2).Draw(t, "badAlloc") {
+	kinds := 2
+	if mutant.MachineNoBadAlign {
+		kinds = 1
+	}
+	switch rapid.IntRange(0, kinds).Draw(t, "badAlloc") {
 	case 0:
 		m.must(t, m.h.Alloc(id, -rapid.IntRange(1, 1<<40).Draw(t, "neg"), 1))
 	case 1:
@@ -219,6 +230,9 @@ func (m *machine) reallocer(t *rapid.T, a uintptr) int {
 func (m *machine) realloc(t *rapid.T) {
 	a, ok := m.pickLive(t)
 	if !ok || rapid.IntRange(0, 9).Draw(t, "nil?") == 0 {
+		if mutant.MachineNoNilRealloc {
+			return
+		}
 		m.must(t, m.h.Realloc(m.cacheID(t, "cache"), 0, drawSize(t)))
 		return
 	}
@@ -261,7 +275,7 @@ func (m *machine) reallocBad(t *rapid.T) {
 // Allocator (FREE-INVALID).
 func (m *machine) freeTail(t *rapid.T) {
 	if a, ok := m.pickLive(t); ok {
-		m.must(t, m.h.FreeTail(m.cacheID(t, "cache"), a, rapid.Bool().Draw(t, "lastByte")))
+		m.must(t, m.h.FreeTail(m.cacheID(t, "cache"), a, rapid.Bool().Draw(t, "lastByte") && !mutant.MachineNoTailLast))
 	}
 }
 
@@ -272,7 +286,7 @@ func (m *machine) trim(t *rapid.T) { m.must(t, m.h.Trim()) }
 // touchFreed reads or writes a freed object in quarantine: it must fault, and
 // the report name it (GUARD-FAULT).
 func (m *machine) touchFreed(t *rapid.T) {
-	m.must(t, m.h.TouchQuarantined(rapid.IntRange(0, 1<<30).Draw(t, "pick"), rapid.Bool().Draw(t, "write")))
+	m.must(t, m.h.TouchQuarantined(rapid.IntRange(0, 1<<30).Draw(t, "pick"), rapid.Bool().Draw(t, "write") && !mutant.MachineTouchReadOnly))
 }
 
 func (m *machine) closeCache(t *rapid.T) {
@@ -303,7 +317,11 @@ func (m *machine) useClosed(t *rapid.T) {
 		return
 	}
 	id := rapid.SampledFrom(closed).Draw(t, "closedCache")
-	switch rapid.IntRange(0, 5).Draw(t, "closedOp") {
+	ops := 5
+	if mutant.MachineClosedNoLive {
+		ops = 4
+	}
+	switch rapid.IntRange(0, ops).Draw(t, "closedOp") {
 	case 0:
 		m.must(t, m.h.Alloc(id, drawSize(t), 1))
 	case 1:
@@ -372,7 +390,13 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 func RunMachine(t *rapid.T) {
 	m := newMachine(t)
 	t.Repeat(m.actions())
-	if rapid.IntRange(0, 3).Draw(t, "end") == 0 {
+	m.end(t)
+}
+
+// end ends a run: one time in four the Allocator is closed with objects
+// live (afterClose), else everything is freed (EMPTY); then it is closed.
+func (m *machine) end(t *rapid.T) {
+	if rapid.IntRange(0, 3).Draw(t, "end") == 0 && !mutant.MachineNoAfterClose {
 		m.afterClose(t)
 	} else {
 		m.must(t, m.h.FreeAll())

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/internal/mutant"
 	"github.com/refalloc/refalloc/invariants"
 )
 
@@ -80,6 +81,9 @@ func config(args []string, stdout, stderr io.Writer) (invariants.SoakConfig, err
 			fmt.Fprintf(stdout, "refcheck %6.1fs  ops %10d  frees %9d (%4.1f%% remote)  oom %7d  live %6d  checks %5d  violations %d\n",
 				p.Elapsed.Seconds(), p.Ops, p.Frees, 100*float64(p.RemoteFrees)/float64(max(p.Frees, 1)), p.OOMs, p.Live, p.Checks, p.Violations)
 		},
+	}
+	if mutant.RefcheckWays {
+		cfg.Ways = 16
 	}
 	if *guard != 0 {
 		cfg.Guard = impl.GuardOptions{Enabled: true, SampleRate: *guard}

@@ -454,6 +454,21 @@ const (
 	UnmapSkipped            = false
 	PortableAlloc16         = false
 	ClosePinsArena          = false
+	MachineNoFront          = false
+	MachineNoNilRealloc     = false
+	MachineNoTailLast       = false
+	MachineTouchReadOnly    = false
+	MachineNoBadAlign       = false
+	MachineNoAfterClose     = false
+	MachineClosedNoLive     = false
+	MachineNoWild           = false
+	TouchInsideOnly         = false
+	DoubleLastOnly          = false
+	ExploreNoFlushed        = false
+	ProgReallocNotOwner     = false
+	RefcheckWays            = false
+	ConcNoReopen            = false
+	ConcStaleNoFront        = false
 )
 
 func Drop() bool { return false }
