@@ -32,10 +32,12 @@ func EdgeSizes(reservation int) []int {
 // answer (oracle.Model.Realloc). Small, of class k: the class's bounds,
 // ClassSize(k) and one more (moves), ClassSize(k-1)+1 (the least that stays)
 // and one less, and MaxSmall+1 (large). Large, of p pages: its pages and one
-// byte more (moves), one page less and one byte more, and the 2x limit: the
-// least that stays, ((p+1)/2-1) pages and a byte, and one byte less (moves),
-// and 0; and MaxSmall+1 (stays: the least large size) and MaxSmall (moves:
-// the largest small one).
+// byte more (grows: moves unless the superblocks after it are free), one page
+// less and one byte more, and 0; a large object that does not grow stays in
+// place whatever it shrinks to (the model has no shrink limit), so half its
+// size, ((p+1)/2-1) pages and a byte, and one byte less are there for an
+// implementation that would move on a large shrink; and MaxSmall+1 (the
+// least large size) and MaxSmall (the largest small one).
 func ReallocSizes(o oracle.Object) []int {
 	if o.Class != spec.Large {
 		k, lo := o.Class, 0

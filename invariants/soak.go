@@ -23,6 +23,7 @@ type SoakConfig struct {
 	Duration   time.Duration // how long to run [30s]
 	MaxOps     uint64        // stop after this many operations in all (0: no limit)
 	MinOps     uint64        // but not before this many, whatever the time (a slow machine)
+	MinChecks  int           // nor before this many checks (a loaded machine checks less often)
 	Seed       uint64        // worker g draws from PCG(Seed, g) [from the clock]
 	// Reserve is the reservation in bytes [8 MiB]: small, so superblocks are
 	// reused across classes and owners and the allocator runs out of memory.
@@ -226,7 +227,7 @@ func Soak(cfg SoakConfig) (*SoakReport, error) {
 	lastProgress := time.Now()
 	for n := 1; ; n++ {
 		time.Sleep(cfg.CheckEvery)
-		done := time.Since(s.start) >= cfg.Duration && s.ops.Load() >= cfg.MinOps || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
+		done := time.Since(s.start) >= cfg.Duration && s.ops.Load() >= cfg.MinOps && n >= cfg.MinChecks || cfg.MaxOps > 0 && s.ops.Load() >= cfg.MaxOps ||
 			len(sh.Violations()) >= cfg.MaxViolations
 		b := s.pause()
 		if done {
