@@ -1,6 +1,10 @@
 package spec
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"testing"
+)
 
 // The golden rows below pin the generated table and the helpers derived from it
 // by literal numbers. TestNoDrift only proves sizeclasses.go is what its
@@ -197,5 +201,56 @@ func TestGoldenLarge(t *testing.T) {
 		if got := Usable(g.n, MaxAlign); got != g.usable { // no class is 64 KiB-aligned
 			t.Errorf("Usable(%d, MaxAlign) = %d, golden %d", g.n, got, g.usable)
 		}
+	}
+}
+
+// TestGoldenLimits pins the limits by literal values: the allocator, the
+// oracle and the checker all take them from here, so a changed constant
+// changes every side at once and nothing else would notice (OOM-REAL: the
+// largest request; ALIGN: the largest alignment; LIFECYCLE: the superblock).
+func TestGoldenLimits(t *testing.T) {
+	for _, g := range []struct {
+		name      string
+		got, want int
+	}{
+		{"SuperblockShift", SuperblockShift, 16},
+		{"SuperblockSize", SuperblockSize, 65536},
+		{"MaxSmall", MaxSmall, 32768},
+		{"PageSize", PageSize, 4096},
+		{"MaxAlloc", MaxAlloc, 1099511627776},
+		{"MaxAlign", MaxAlign, 65536},
+		{"Large", Large, NumClasses},
+	} {
+		if g.got != g.want {
+			t.Errorf("%s = %d, golden %d", g.name, g.got, g.want)
+		}
+	}
+}
+
+// TestRuleIDsAreSpecs: every rule ID constant is a rule SPEC.md states (a
+// bold "**ID** —" at the start of a line), and SPEC.md states no rule
+// without one: a mistyped ID would make `grep RULE-ID` miss every place that
+// names the rule through the constant.
+func TestRuleIDsAreSpecs(t *testing.T) {
+	text, err := os.ReadFile("SPEC.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\*\*([A-Z]+(?:-[A-Z]+)*)\*\* —`).FindAllSubmatch(text, -1) {
+		stated[string(m[1])] = true
+	}
+	ids := []string{RuleStatsLead, RuleStatsLag, RuleStatsExact, RuleCacheCoherent, RuleNoOverlap,
+		RuleAlign, RuleZeroed, RuleIntegrity, RuleConserve, RuleFreeDouble, RuleFreeInvalid,
+		RuleEmpty, RuleRefines, RuleOOMReal, RuleLargeExact, RuleMemAccount, RuleDebugPoison,
+		RuleLifecycle, RuleFrontExclusive, RuleGuardFault}
+	for _, id := range ids {
+		if !stated[id] {
+			t.Errorf("rule ID %q is not a rule of SPEC.md", id)
+		}
+		delete(stated, id)
+	}
+	for id := range stated {
+		t.Errorf("SPEC.md states rule %s, which has no constant in spec", id)
 	}
 }
