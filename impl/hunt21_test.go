@@ -18,44 +18,6 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
-// TestPanickingReportInSampledReallocsPlainAlloc (CONSERVE): in sampled
-// guard mode a moving Realloc allocates its small new object "reserving",
-// and only a guarded one comes back reserved; an unsampled one is an
-// ordinary object of the cache's held group. When the refill of that
-// allocation finds a remote double free and OnError panics, the new object
-// must be freed as what it is: given to freeReserved, which frees only a
-// large or guarded object, the small one stays live with nobody holding it.
-// The sample rate is the largest, so no allocation here is guarded (the
-// draw is seeded by the cache's ID: the same every run). Slips: the
-// refill's delivery treats the new object as reserved whenever the cache is
-// reserving, or whenever the last guarded allocation was reserved
-// (sampledallocreserved).
-func TestPanickingReportInSampledReallocsPlainAlloc(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize,
-		Guard:   impl.GuardOptions{Enabled: true, SampleRate: 1 << 30},
-		OnError: func(err error) { panic(err) }})
-	must(t, err)
-	c, _ := a.NewCache()
-	d, _ := a.NewCache()
-	b := allocN(t, c, 100) // first: a refill drains c's notification stack
-	b[0] = 7
-	objs := doubleFreePending(t, c, d)
-	recovered(t, "the Realloc whose Alloc finds the double free", impl.ErrDoubleFree, func() { c.Realloc(b, 1000) })
-	if g := a.Stats().Guard.Allocs; g != 0 {
-		t.Fatalf("%d allocations guarded at SampleRate 2^30", g)
-	}
-	if b[0] != 7 {
-		t.Errorf("b changed under a Realloc that did not return")
-	}
-	if got := live(a); got != 32 {
-		t.Errorf("after the panic: %d objects live, want 32 (objs[1:] and b; the new object leaked)", got)
-	}
-	for _, o := range append(objs[1:], b) {
-		must(t, c.Free(o))
-	}
-	closeClean(t, a, c, d)
-}
-
 // TestOddFreeIntoOrphanAdoptsNothing (FREE-INVALID): an address that is not
 // a slot start is refused before it can adopt an orphan, however it misses
 // the slots; review9's cases are 8 past a slot start and the tail, both
@@ -80,37 +42,6 @@ func TestOddFreeIntoOrphanAdoptsNothing(t *testing.T) {
 	}
 	must(t, freer.Free(x))
 	must(t, freer.Close())
-}
-
-// TestEvictPastStuckKeepsStuckListed (GUARD-FAULT, OOM-REAL): when the
-// quarantine's oldest object is stuck (the kernel refuses to restore its
-// access) and the next oldest leaves in its place, the one that left is the
-// one taken off the list: the stuck one stays listed, still protected and
-// marked Stuck, where a later eviction can try it again. Taking the list's
-// head off instead forgets the stuck object (its superblock quarantined
-// for good, in no list) and keeps listing the one already pooled, which a
-// later eviction would pool a second time. TestQuarantineReleasesPastStuckOldest
-// counts the quarantine; this names its objects. Slips: evict removes entry
-// 0 whenever it releases entry 1 (evictwrongentry), or removes the entry
-// before the one released.
-func TestEvictPastStuckKeepsStuckListed(t *testing.T) {
-	a, c := stuckable(t)
-	var objs [][]byte
-	for range 3 {
-		objs = append(objs, allocN(t, c, 64)) // a guarded superblock each
-	}
-	must(t, c.Free(objs[0]))
-	must(t, c.Free(objs[1]))
-	undo := impl.RefuseRestore(a, objs[0])
-	must(t, c.Free(objs[2])) // objs[1] makes room, objs[0] being stuck
-	undo()
-	q := a.Snapshot().Guard.Quarantine
-	sbOfAddr := func(p uintptr) uintptr { return p >> spec.SuperblockShift }
-	if len(q) != 2 || sbOfAddr(q[0].Addr) != sbOfAddr(addrOf(objs[0])) || !q[0].Stuck ||
-		sbOfAddr(q[1].Addr) != sbOfAddr(addrOf(objs[2])) || q[1].Stuck {
-		t.Fatalf("quarantine %+v: want objs[0] (%#x, stuck) then objs[2] (%#x); objs[1] (%#x) left",
-			q, addrOf(objs[0]), addrOf(objs[2]), addrOf(objs[1]))
-	}
 }
 
 // TestInPlaceReallocDeliversItsReports (DEBUG-POISON: a write after free is

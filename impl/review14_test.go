@@ -72,6 +72,19 @@ func TestQuarantineReleasesPastStuckOldest(t *testing.T) {
 	if g := a.Stats().Guard; g.Quarantined != 2 || g.Released != 1 {
 		t.Errorf("guard stats %+v: want 2 quarantined (the stuck oldest and the last), 1 released", g)
 	}
+	// The one that left is the one taken off the list (hunt21): the stuck one
+	// stays listed, marked, where a later eviction can try it again. Taking
+	// the list's head off instead forgets the stuck object (its superblock
+	// quarantined for good, in no list) and keeps listing the one already
+	// pooled, which a later eviction would pool a second time. Slip:
+	// evictwrongentry.
+	q := a.Snapshot().Guard.Quarantine
+	sbOf := func(p uintptr) uintptr { return p >> spec.SuperblockShift }
+	if len(q) != 2 || sbOf(q[0].Addr) != sbOf(addrOf(objs[0])) || !q[0].Stuck ||
+		sbOf(q[1].Addr) != sbOf(addrOf(objs[2])) || q[1].Stuck {
+		t.Fatalf("quarantine %+v: want objs[0] (%#x, stuck) then objs[2] (%#x); objs[1] (%#x) left",
+			q, addrOf(objs[0]), addrOf(objs[2]), addrOf(objs[1]))
+	}
 	if r := touch(a, objs[2], 0, false); r == nil {
 		t.Errorf("the last object freed, with room made past the stuck oldest, does not fault")
 	}
