@@ -996,7 +996,9 @@ func (a *Allocator) adopt(c *Cache, sb *superblock, gen uint32, rs *remoteSet) (
 	// caller read the header (a reused remote set looks the same): not the
 	// orphan the caller judged the address in. An orphan's period ends only
 	// under a.mu, so this one is final while we hold it.
-	if g, _, _ := unpackMeta(sb.meta.Load()); (g != gen || sb.remote.Load() != rs) && !mutant.AdoptAnyPeriod && !mutant.AdoptStale {
+	// CACHE-COHERENT: the generation alone does not name a period, it comes
+	// round again after a wrap, which gives the superblock a new remote set.
+	if g, _, _ := unpackMeta(sb.meta.Load()); (g != gen || sb.remote.Load() != rs && !mutant.AdoptStaleSet) && !mutant.AdoptAnyPeriod && !mutant.AdoptStale {
 		return false, true
 	}
 	a.unlinkOrphan(sb)

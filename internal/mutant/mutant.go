@@ -484,4 +484,5 @@ var All = []Mutant{
 	{"refcheckways", "CACHE-COHERENT", "Options.SuperblockCacheWays", "refcheck: -ways is ignored, every soak runs 16 ways (adv18: killed only by cmd/refcheck's own TestConfigFlags, which cmd/mutants did not run)"},
 	{"concnoreopen", "LIFECYCLE", "Cache.Close", "fuzz: FuzzConcurrent's COpReopen flushes instead of closing: no cache is closed mid-run (adv18)"},
 	{"concstalenofront", "FREE-DOUBLE", "Allocator.Free", "fuzz: FuzzConcurrent's COpStale always frees through the worker's cache, never the Allocator (adv18)"},
+	{"adoptstaleset", "CACHE-COHERENT", "Cache.Free", "adopt compares only the orphan's generation with the period the free read, not its remote set: after a 32-bit generation wrap, which retires the set and gives the superblock a new one, a free that read the orphan 2^32 periods before adopts the new period's orphan at the same generation, whose layout refuses the address (hunt21 c22)"},
 }

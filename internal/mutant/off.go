@@ -469,6 +469,7 @@ const (
 	RefcheckWays            = false
 	ConcNoReopen            = false
 	ConcStaleNoFront        = false
+	AdoptStaleSet           = false
 )
 
 func Drop() bool { return false }

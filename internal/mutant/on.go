@@ -486,6 +486,7 @@ var (
 	RefcheckWays            = on("refcheckways")
 	ConcNoReopen            = on("concnoreopen")
 	ConcStaleNoFront        = on("concstalenofront")
+	AdoptStaleSet           = on("adoptstaleset")
 )
 
 var remoteFrees atomic.Uint64
