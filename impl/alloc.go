@@ -879,14 +879,25 @@ func (a *Allocator) pooled(start, n uint32) {
 		}
 	}
 	if !mutant.DecayNextLate {
-		a.decayNext = min(a.decayNext, now+a.decay)
+		a.decayNext = min(a.decayNext, later(now, a.decay))
 	}
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
 	}
 	if mutant.DecayNextLate { // MEM-ACCOUNT: a release after a walk that left no deadline does not walk
-		a.decayNext = min(a.decayNext, now+a.decay)
+		a.decayNext = min(a.decayNext, later(now, a.decay))
 	}
+}
+
+// later is t+d, or the last instant there is when that is past it: any
+// positive Options.Decay is valid, and the largest Duration ("keep it for
+// good") wrapped decayNext into the past, which sent every release to walk
+// the pool (TestDecayForeverWalksOncePerDecay).
+func later(t, d int64) int64 {
+	if d > 0 && t > 1<<63-1-d {
+		return 1<<63 - 1
+	}
+	return t + d
 }
 
 // decayPool returns what has waited for Options.Decay past Retain, and arms
@@ -937,7 +948,7 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 		case young == never:
 			a.decayNext = never
 		default:
-			a.decayNext = young + a.decay
+			a.decayNext = later(young, a.decay)
 		}
 	}()
 	for r := len(a.runs) - 1; r >= 0; r-- {
