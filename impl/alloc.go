@@ -275,8 +275,10 @@ import (
 // Options configures an Allocator. The zero value is valid.
 type Options struct {
 	// Reserve is the size of the address-space reservation in bytes, rounded up to
-	// whole superblocks. 0 means 64 GiB (1 GiB in -race builds, where the payload
-	// is a Go-heap arena). When it is exhausted Alloc returns ErrOutOfMemory.
+	// whole superblocks. 0 means 64 GiB (1 GiB under the Go-heap backend, in
+	// -race builds or with HeapBackend, where the payload is a Go-heap arena,
+	// which the kernel must be able to commit whole: a Reserve it refuses is
+	// ErrOutOfMemory). When it is exhausted Alloc returns ErrOutOfMemory.
 	Reserve int
 	// SuperblockCacheWays is the number of entries of each Cache's superblock
 	// cache: 1, 8, 16, 32, 64 or 128. 0 means 128 (the entries are there
@@ -515,12 +517,22 @@ type sbCounts struct {
 
 // New reserves the address space and returns an Allocator.
 func New(opt Options) (*Allocator, error) {
+	be := defaultBackend()
+	if opt.HeapBackend {
+		be = &heapBackend{}
+	}
 	reserve := opt.Reserve
 	switch {
 	case reserve < 0 || reserve > spec.MaxAlloc || mutant.ReserveMaxExcl && reserve == spec.MaxAlloc:
 		return nil, fmt.Errorf("refalloc: Options.Reserve %d out of range [0, %d]", reserve, spec.MaxAlloc)
 	case reserve == 0:
 		reserve = defaultReserve
+		if _, heap := be.(*heapBackend); heap {
+			// The Go-heap arena is a heap object, which the runtime maps
+			// (and the kernel charges) whole: the -race builds' default,
+			// however the backend was chosen (TestHeapBackendDefaultReserve).
+			reserve = heapDefaultReserve
+		}
 		if mutant.DefaultReserveHalf {
 			reserve /= 2
 		}
@@ -539,10 +551,6 @@ func New(opt Options) (*Allocator, error) {
 	case 1, 8, 16, 32, 64, 128:
 	default:
 		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16, 32, 64 or 128, not %d", ways)
-	}
-	be := defaultBackend()
-	if opt.HeapBackend {
-		be = &heapBackend{}
 	}
 	p, err := be.reserve(uintptr(reserve), spec.SuperblockSize)
 	if err != nil {
@@ -871,14 +879,25 @@ func (a *Allocator) pooled(start, n uint32) {
 		}
 	}
 	if !mutant.DecayNextLate {
-		a.decayNext = min(a.decayNext, now+a.decay)
+		a.decayNext = min(a.decayNext, later(now, a.decay))
 	}
 	if a.counts.dirtyPooled > a.retain && !mutant.RetainIgnored {
 		a.decayPool(now)
 	}
 	if mutant.DecayNextLate { // MEM-ACCOUNT: a release after a walk that left no deadline does not walk
-		a.decayNext = min(a.decayNext, now+a.decay)
+		a.decayNext = min(a.decayNext, later(now, a.decay))
 	}
+}
+
+// later is t+d, or the last instant there is when that is past it: any
+// positive Options.Decay is valid, and the largest Duration ("keep it for
+// good") wrapped decayNext into the past, which sent every release to walk
+// the pool (TestDecayForeverWalksOncePerDecay).
+func later(t, d int64) int64 {
+	if d > 0 && t > 1<<63-1-d {
+		return 1<<63 - 1
+	}
+	return t + d
 }
 
 // decayPool returns what has waited for Options.Decay past Retain, and arms
@@ -929,7 +948,7 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 		case young == never:
 			a.decayNext = never
 		default:
-			a.decayNext = young + a.decay
+			a.decayNext = later(young, a.decay)
 		}
 	}()
 	for r := len(a.runs) - 1; r >= 0; r-- {

@@ -5,4 +5,4 @@ package impl
 // In -race builds the payload lives on the Go heap so the detector sees races on it.
 func defaultBackend() backend { return &heapBackend{} }
 
-const defaultReserve = 1 << 30
+const defaultReserve = heapDefaultReserve
