@@ -527,7 +527,7 @@ func New(opt Options) (*Allocator, error) {
 		return nil, fmt.Errorf("refalloc: Options.Reserve %d out of range [0, %d]", reserve, spec.MaxAlloc)
 	case reserve == 0:
 		reserve = defaultReserve
-		if _, heap := be.(*heapBackend); heap {
+		if _, heap := be.(*heapBackend); heap && !mutant.HeapReserveTag { // MEM-ACCOUNT
 			// The Go-heap arena is a heap object, which the runtime maps
 			// (and the kernel charges) whole: the -race builds' default,
 			// however the backend was chosen (TestHeapBackendDefaultReserve).
@@ -894,7 +894,7 @@ func (a *Allocator) pooled(start, n uint32) {
 // good") wrapped decayNext into the past, which sent every release to walk
 // the pool (TestDecayForeverWalksOncePerDecay).
 func later(t, d int64) int64 {
-	if d > 0 && t > 1<<63-1-d {
+	if d > 0 && t > 1<<63-1-d && !mutant.DecayWrap { // MEM-ACCOUNT
 		return 1<<63 - 1
 	}
 	return t + d

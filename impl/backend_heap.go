@@ -28,12 +28,14 @@ func (h *heapBackend) reserve(size, align uintptr) (unsafe.Pointer, error) {
 	// So the kernel is asked first, with a mapping of the same kind, charged
 	// and never touched, unmapped at once: a refusal is an error New returns
 	// (ErrOutOfMemory; TestHeapBackendHugeReserveIsAnError).
-	probe, err := unix.Mmap(-1, 0, int(size+align), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		return nil, fmt.Errorf("refalloc: a Go-heap arena of %d bytes: %w", size+align, err)
-	}
-	if err := unix.Munmap(probe); err != nil {
-		return nil, fmt.Errorf("refalloc: a Go-heap arena of %d bytes: %w", size+align, err)
+	if !mutant.HeapNoProbe { // OOM-REAL
+		probe, err := unix.Mmap(-1, 0, int(size+align), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+		if err != nil {
+			return nil, fmt.Errorf("refalloc: a Go-heap arena of %d bytes: %w", size+align, err)
+		}
+		if err := unix.Munmap(probe); err != nil {
+			return nil, fmt.Errorf("refalloc: a Go-heap arena of %d bytes: %w", size+align, err)
+		}
 	}
 	// A large noscan allocation: the Go runtime maps it fresh (zeroed) and the OS
 	// commits it on first touch, like the mmap backend.

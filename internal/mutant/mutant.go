@@ -485,4 +485,7 @@ var All = []Mutant{
 	{"concnoreopen", "LIFECYCLE", "Cache.Close", "fuzz: FuzzConcurrent's COpReopen flushes instead of closing: no cache is closed mid-run (adv18)"},
 	{"concstalenofront", "FREE-DOUBLE", "Allocator.Free", "fuzz: FuzzConcurrent's COpStale always frees through the worker's cache, never the Allocator (adv18)"},
 	{"adoptstaleset", "CACHE-COHERENT", "Cache.Free", "adopt compares only the orphan's generation with the period the free read, not its remote set: after a 32-bit generation wrap, which retires the set and gives the superblock a new one, a free that read the orphan 2^32 periods before adopts the new period's orphan at the same generation, whose layout refuses the address (hunt21 c22)"},
+	{"heapreservetag", "MEM-ACCOUNT", "Options.HeapBackend", "Reserve 0 follows the build tag, not the backend: New(Options{HeapBackend: true}) outside -race builds makes a 64 GiB Go-heap arena, which the kernel refuses and the runtime dies of (review22)"},
+	{"heapnoprobe", "OOM-REAL", "Options.Reserve", "the Go-heap backend does not ask the kernel first: a Reserve it will not commit kills the process in New (the runtime's fatal out of memory) instead of returning ErrOutOfMemory (review22)"},
+	{"decaywrap", "MEM-ACCOUNT", "Options.Decay", "decayNext is now+Decay unsaturated: Decay the largest Duration wraps it into the past and every release past Retain walks the pool (review22)"},
 }

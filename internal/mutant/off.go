@@ -470,6 +470,9 @@ const (
 	ConcNoReopen            = false
 	ConcStaleNoFront        = false
 	AdoptStaleSet           = false
+	HeapReserveTag          = false
+	HeapNoProbe             = false
+	DecayWrap               = false
 )
 
 func Drop() bool { return false }

@@ -487,6 +487,9 @@ var (
 	ConcNoReopen            = on("concnoreopen")
 	ConcStaleNoFront        = on("concstalenofront")
 	AdoptStaleSet           = on("adoptstaleset")
+	HeapReserveTag          = on("heapreservetag")
+	HeapNoProbe             = on("heapnoprobe")
+	DecayWrap               = on("decaywrap")
 )
 
 var remoteFrees atomic.Uint64
