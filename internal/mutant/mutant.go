@@ -511,4 +511,5 @@ var All = []Mutant{
 	{"a1921", "DEBUG-POISON", "Options.Debug", "acquireSmall marks the superblock used before initSmall reads whether it was: a fresh superblock is carved as dirty, and in debug mode its never-written zeros are reported as writes after free (adv19)"},
 	{"a1922", "FREE-INVALID", "Cache.Realloc", "a large object shrinking in place marks the first superblock it gives back as a freed large head: a free of that interior address is ErrDoubleFree (adv19)"},
 	{"a1924", "DEBUG-POISON", "Options.Debug", "a release in debug mode poisons the superblock before verifying its poison: a write after free into a released superblock is never reported (adv19)"},
+	{"tailkeepssite", "DEBUG-POISON", "Options.Debug", "a large object's allocation site is recorded in its first superblock alone: a tail keeps the site it had as an earlier object's head, and a large object later starting there names that earlier object in its write-after-free report, though the memory was another object's since (adv19, a real bug, fixed)"},
 }

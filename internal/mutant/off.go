@@ -496,6 +496,7 @@ const (
 	A1921                   = false
 	A1922                   = false
 	A1924                   = false
+	TailKeepsSite           = false
 )
 
 func Drop() bool { return false }

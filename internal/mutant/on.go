@@ -513,6 +513,7 @@ var (
 	A1921                   = on("a1921")
 	A1922                   = on("a1922")
 	A1924                   = on("a1924")
+	TailKeepsSite           = on("tailkeepssite")
 )
 
 var remoteFrees atomic.Uint64
