@@ -549,9 +549,6 @@ func New(opt Options) (*Allocator, error) {
 			ways = 64
 		}
 	case 1, 8, 16, 32, 64, 128:
-		if mutant.A1918 && ways == 16 { // CACHE-COHERENT: a1918, 16 ways refused
-			return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 32, 64 or 128, not %d", ways)
-		}
 	default:
 		return nil, fmt.Errorf("refalloc: Options.SuperblockCacheWays must be 1, 8, 16, 32, 64 or 128, not %d", ways)
 	}
@@ -691,7 +688,7 @@ func (a *Allocator) putRun(start, n uint32) {
 	i := lo
 	if i > 0 && a.runs[i-1].start+a.runs[i-1].n == start {
 		a.runs[i-1].n += n
-		if i < len(a.runs) && start+n == a.runs[i].start && !mutant.A1905 { // CONSERVE: a1905, merged left but not right
+		if i < len(a.runs) && start+n == a.runs[i].start {
 			a.runs[i-1].n += a.runs[i].n
 			a.runs = append(a.runs[:i], a.runs[i+1:]...)
 		}
@@ -724,9 +721,6 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	// owner, then the layout. The generation does not change here: every small
 	// period of a superblock starts with the generation its release gave it.
 	sb.ensureRemote(groups, gen)
-	if mutant.A1921 { // DEBUG-POISON: a1921, marked used before the carve reads whether it was
-		sb.dirty = true
-	}
 	sb.initSmall(k, a.debug)
 	sb.dirty = true
 	sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
@@ -778,9 +772,6 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 	}
 	yield(YieldReleaseStamped)
 	if a.debug {
-		if mutant.A1924 { // DEBUG-POISON: a1924, poisoned before verified
-			poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
-		}
 		a.verifyReleased(c, sb)
 		poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
 	}
@@ -883,7 +874,7 @@ func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
 		if sb := a.lookup(uintptr(i)); sb.dirty {
-			if !mutant.A1920 || sb.pooledAt == 0 { // MEM-ACCOUNT: a1920, the first pooling's time kept
+			if !mutant.PooledAtStale || sb.pooledAt == 0 { // MEM-ACCOUNT: it waits the decay from this return
 				sb.pooledAt = now
 			}
 			a.counts.dirtyPooled++
@@ -917,11 +908,7 @@ func later(t, d int64) int64 {
 // time past Retain (xmalloc-test) would walk it on every release. Under a.mu.
 func (a *Allocator) decayPool(now int64) {
 	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
-		keep := a.retain / 2
-		if mutant.A1913 { // MEM-ACCOUNT: a1913, decays down to Retain, not half of it
-			keep = a.retain
-		}
-		a.decommitPool(keep, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
+		a.decommitPool(a.retain/2, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
 	}
 	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
 		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)

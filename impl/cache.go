@@ -333,7 +333,7 @@ func (c *Cache) allocLargeOr(n, align int, reserve bool) ([]byte, error) {
 		return nil, ErrClosed
 	case n < 0 || !spec.ValidAlign(align):
 		return nil, errSize(n, align)
-	case n > spec.MaxAlloc || uintptr(n) > c.a.size || mutant.A1914 && uintptr(n) == c.a.size: // REFINES: a1914, the whole reservation is too large
+	case n > spec.MaxAlloc || uintptr(n) > c.a.size:
 		return nil, ErrTooLarge
 	}
 	if k := spec.AlignedClass(n, align); k != spec.Large {
@@ -560,7 +560,7 @@ func (c *Cache) countMiss() {
 // unpinned, and reports false having changed nothing.
 func (c *Cache) fillPinned(off uintptr) bool {
 	a := c.a
-	if c.closed || a.closed.Load() || a.debug && !mutant.A1917 /* DEBUG-POISON: a1917 */ || off >= a.size+uintptr(b2i(mutant.PinnedFillPast)) { // FREE-INVALID
+	if c.closed || a.closed.Load() || a.debug && !mutant.PinnedFillDebug /* DEBUG-POISON: a pinned free would not poison */ || off >= a.size+uintptr(b2i(mutant.PinnedFillPast)) { // FREE-INVALID
 		return false
 	}
 	i := off >> spec.SuperblockShift
@@ -889,9 +889,6 @@ func (c *Cache) take(k int, rs *remoteSet, g int32) {
 	ng := int32(sb.groups())
 	b := sb.free[g]
 	fresh := g*32 >= sb.zeroedFrom
-	if mutant.A1910 { // DEBUG-POISON: a1910, the group starting at zeroedFrom not taken for fresh
-		fresh = g*32 > sb.zeroedFrom
-	}
 	var n0 int32
 	if mutant.GuardCutCredit {
 		n0 = popcount(b)
@@ -924,9 +921,6 @@ func (c *Cache) take(k int, rs *remoteSet, g int32) {
 		cc.rw = alwaysPending
 	}
 	cc.needzero = g*32 < sb.zeroedFrom
-	if mutant.A1906 { // ZEROED: a1906, a group counts as dirty only if all of it is below zeroedFrom
-		cc.needzero = g*32+32 <= sb.zeroedFrom
-	}
 	if mutant.ZeroedFromLower {
 		sb.zeroedFrom = min((g+1)*32, sb.objects())
 	} else {
@@ -1157,10 +1151,7 @@ func (c *Cache) flush() {
 		if sb := c.cls[k].sb; sb != nil {
 			c.collect(sb)
 			if sb.empty() {
-				if !mutant.A1902 { // NO-OVERLAP: a1902, the released superblock stays current
-					c.cls[k].sb = nil
-				}
-				c.cls[k].rw = nil
+				c.cls[k].sb, c.cls[k].rw = nil, nil
 				sb.list = listNone
 				c.release(sb)
 			}

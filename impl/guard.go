@@ -196,7 +196,7 @@ func (c *Cache) guardInterval() int32 {
 	x ^= x << 25
 	x ^= x >> 27
 	c.guardRng = x
-	return 1 + int32((x*2685821657736338717>>33)%uint64(2*r-1+b2i(mutant.A1919))) // GUARD-FAULT: a1919, [1, 2r]
+	return 1 + int32((x*2685821657736338717>>33)%uint64(2*r-1))
 }
 
 // initSampling starts each class's countdown. NewCache, guard mode with
@@ -224,11 +224,7 @@ func (c *Cache) guardLimit(k int, b uint32) uint32 {
 		return b
 	}
 	var take uint32
-	first := max(left, 1)
-	if mutant.A1911 { // OOM-REAL: a1911, a sampled allocation that found no superblock gets no object
-		first = left
-	}
-	for i := first; i > 0 && b != 0; i-- {
+	for i := max(left, 1); i > 0 && b != 0; i-- {
 		low := b & -b
 		take |= low
 		b &^= low
@@ -301,9 +297,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 	if mutant.GuardCreditLate {
 		c.creditAllocs(k, 1)
 	}
-	if !mutant.A1907 { // GUARD-FAULT: a1907, the countdown not restarted after a sample
-		c.guardLeft[k] = c.guardInterval() - 1
-	}
+	c.guardLeft[k] = c.guardInterval() - 1
 	return b[:n]
 }
 
@@ -354,7 +348,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 	// to make its memory accessible again) there is no room, and this one is
 	// pooled as one the kernel refuses to protect, rather than quarantined
 	// past the bound (TestQuarantineBoundedWhenReleaseFails).
-	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1-int(b2i(mutant.A1912)) > g.maxObjs) && !mutant.QuarantineUnbounded /* GUARD-FAULT: a1912, one object past QuarantineObjects */ {
+	for (a.quar.qsbs+m > g.maxSBs || len(a.quar.q)+1 > g.maxObjs) && !mutant.QuarantineUnbounded {
 		if !a.evictOldest() {
 			if mutant.QuarantineOverBound { // the object quarantined past the bound
 				break
@@ -438,9 +432,6 @@ func (a *Allocator) evict(i int) bool {
 	for j := e.idx; j < e.idx+e.n; j++ {
 		sb := a.lookup(uintptr(j))
 		gen, _, mark := unpackMeta(sb.meta.Load())
-		if mutant.A1904 { // FREE-DOUBLE: a1904, the released object's start loses its mark
-			mark = noClass
-		}
 		sb.meta.Store(packMeta(gen, statePool, mark))
 	}
 	if i == 0 || mutant.EvictWrongEntry && i == 1 { // GUARD-FAULT: the entry released, not the head

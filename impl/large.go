@@ -58,11 +58,7 @@ func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, p
 	if !ok {
 		return 0, false, nil, 0, false
 	}
-	each := a.debug
-	if mutant.A1916 { // DEBUG-POISON: a1916, the guard flag asked instead of debug
-		each = a.guard.on
-	}
-	dirty, dirtySB = a.takeDirtyRun(i, m, each)
+	dirty, dirtySB = a.takeDirtyRun(i, m, a.debug)
 	return i, dirty, dirtySB, a.header(i).site, true
 }
 
@@ -202,9 +198,7 @@ func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []
 		if a.takeDirty(sb) {
 			fresh++
 		}
-		if !mutant.A1901 || j == i { // ZEROED: a1901, a merged run's dirt judged by its head alone
-			dirty = dirty || sb.dirty
-		}
+		dirty = dirty || sb.dirty
 		if each {
 			dirtySB = append(dirtySB, sb.dirty)
 		}
@@ -357,11 +351,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		if a.debug {
 			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m-uint32(b2i(mutant.ShrinkPoisonShort)))<<spec.SuperblockShift))
 		}
-		mark := uint8(noClass)
-		if mutant.A1922 { // FREE-INVALID: a1922, the cut tail marked as a freed large head
-			mark = largeMark
-		}
-		a.poolRun(head.idx+m, old-m, mark)
+		a.poolRun(head.idx+m, old-m, noClass)
 	case m > old:
 		if !a.takeRunAt(head.idx+old, m-old) {
 			return 0, nil, false, false

@@ -113,11 +113,7 @@ func (e *sbEntry) current() bool {
 
 // invalidate drops c's entry for sb, if it has one.
 func (c *Cache) invalidate(sb *superblock) {
-	e := c.way(uintptr(sb.idx))
-	if mutant.A1909 { // CACHE-COHERENT: a1909, the way of 128 ways whatever SuperblockCacheWays says
-		e = &c.sbc[uintptr(sb.idx)&(maxWays-1)]
-	}
-	if e.tag() == uintptr(sb.idx) {
+	if e := c.way(uintptr(sb.idx)); e.tag() == uintptr(sb.idx) {
 		e.key = noKey
 	}
 }

@@ -188,9 +188,7 @@ func (a *Allocator) retire(c *Cache) {
 		a.retired.invalid += c.ev.invalid.Load()
 	}
 	a.retired.sbcFills += c.ev.sbcFills.Load()
-	if !mutant.A1908 { // DEBUG-POISON: a1908, a closed cache's writes after free are lost from Stats
-		a.retired.waf += c.ev.waf.Load()
-	}
+	a.retired.waf += c.ev.waf.Load()
 	delete(a.caches, c)
 	a.regMu.Unlock()
 }

@@ -174,7 +174,7 @@ func (sb *superblock) empty() bool { return sb.nfree+sb.localFreed == sb.objects
 // filled only from a small superblock), so no CAS on them can have succeeded.
 func (sb *superblock) ensureRemote(g int, gen uint32) {
 	rs := sb.remote.Load()
-	if rs != nil && len(rs.w) >= g && (!rs.retired() || mutant.A1903) { // CACHE-COHERENT: a1903, a retired set restamped and reused
+	if rs != nil && len(rs.w) >= g && !rs.retired() {
 		if mutant.NoRestamp {
 			return
 		}

@@ -473,29 +473,9 @@ const (
 	HeapReserveTag          = false
 	HeapNoProbe             = false
 	DecayWrap               = false
-	A1901                   = false
-	A1902                   = false
-	A1903                   = false
-	A1904                   = false
-	A1905                   = false
-	A1906                   = false
-	A1907                   = false
-	A1908                   = false
-	A1909                   = false
-	A1910                   = false
-	A1911                   = false
-	A1912                   = false
-	A1913                   = false
-	A1914                   = false
-	A1915                   = false
-	A1916                   = false
-	A1917                   = false
-	A1918                   = false
-	A1919                   = false
-	A1920                   = false
-	A1921                   = false
-	A1922                   = false
-	A1924                   = false
+	ReallocMaxSmallLarge    = false
+	PinnedFillDebug         = false
+	PooledAtStale           = false
 	TailKeepsSite           = false
 )
 
