@@ -874,7 +874,9 @@ func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
 		if sb := a.lookup(uintptr(i)); sb.dirty {
-			sb.pooledAt = now
+			if !mutant.PooledAtStale || sb.pooledAt == 0 { // MEM-ACCOUNT: it waits the decay from this return
+				sb.pooledAt = now
+			}
 			a.counts.dirtyPooled++
 		}
 	}

@@ -560,7 +560,7 @@ func (c *Cache) countMiss() {
 // unpinned, and reports false having changed nothing.
 func (c *Cache) fillPinned(off uintptr) bool {
 	a := c.a
-	if c.closed || a.closed.Load() || a.debug || off >= a.size+uintptr(b2i(mutant.PinnedFillPast)) { // FREE-INVALID
+	if c.closed || a.closed.Load() || a.debug && !mutant.PinnedFillDebug /* DEBUG-POISON: a pinned free would not poison */ || off >= a.size+uintptr(b2i(mutant.PinnedFillPast)) { // FREE-INVALID
 		return false
 	}
 	i := off >> spec.SuperblockShift

@@ -70,7 +70,12 @@ func (a *Allocator) publishLarge(i, m uint32, usable int, site uint32, reserve b
 	defer a.mu.Unlock()
 	a.markLarge(i, m, true)
 	head := a.header(i)
-	head.runLen, head.usable, head.site = m, uintptr(usable), site
+	head.runLen, head.usable = m, uintptr(usable)
+	if mutant.TailKeepsSite { // DEBUG-POISON: the head alone
+		head.site = site
+	} else {
+		a.stampSite(i, m, site)
+	}
 	head.reserved = reserve && !mutant.ReallocNoReserve
 	a.large.Allocs++ // LARGE-EXACT: counted at the event
 	a.large.LiveObjects++
@@ -201,6 +206,19 @@ func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []
 	}
 	a.purgeOnGrowth(fresh)
 	return dirty, dirtySB
+}
+
+// stampSite records site, where the large object now holding the superblocks
+// [i, i+m) was allocated, in each of their headers (debug and guard mode;
+// 0 otherwise). DEBUG-POISON: a later large object whose run starts at any
+// of them, the head or a tail, names this site when it finds a write after
+// free there (allocLarge's prevSite); a tail that kept the site it had as an
+// earlier object's head named that object, which the memory had stopped
+// being (TestDebugWAFAtFormerTailNamesNoOldSite). Under a.mu.
+func (a *Allocator) stampSite(i, m uint32, site uint32) {
+	for j := i; j < i+m; j++ {
+		a.header(j).site = site
+	}
 }
 
 // markLarge makes the headers of [i, i+m) say large (the first the head, if
@@ -339,6 +357,9 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 			return 0, nil, false, false
 		}
 		_, dirtySB = a.carveRun(head.idx+old, m-old, false, true)
+		if !mutant.TailKeepsSite {
+			a.stampSite(head.idx+old, m-old, head.site) // DEBUG-POISON
+		}
 	}
 	head.runLen = m
 	a.large.LiveBytes += uint64(u) - uint64(head.usable) // LARGE-EXACT

@@ -56,7 +56,7 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 	// the copy and the frees below (FREE-DOUBLE, INTEGRITY). Any other small
 	// one is in this cache's held group, which only this call uses: a stale
 	// free of it waits as a remote free, as for any object Alloc returned.
-	large := n > spec.MaxSmall
+	large := n > spec.MaxSmall || mutant.ReallocMaxSmallLarge && n == spec.MaxSmall // CONSERVE: MaxSmall is a small class's
 	var nb []byte
 	var err error
 	reserved := large

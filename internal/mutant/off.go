@@ -473,6 +473,10 @@ const (
 	HeapReserveTag          = false
 	HeapNoProbe             = false
 	DecayWrap               = false
+	ReallocMaxSmallLarge    = false
+	PinnedFillDebug         = false
+	PooledAtStale           = false
+	TailKeepsSite           = false
 )
 
 func Drop() bool { return false }

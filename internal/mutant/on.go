@@ -490,6 +490,10 @@ var (
 	HeapReserveTag          = on("heapreservetag")
 	HeapNoProbe             = on("heapnoprobe")
 	DecayWrap               = on("decaywrap")
+	ReallocMaxSmallLarge    = on("reallocmaxsmalllarge")
+	PinnedFillDebug         = on("pinnedfilldebug")
+	PooledAtStale           = on("pooledatstale")
+	TailKeepsSite           = on("tailkeepssite")
 )
 
 var remoteFrees atomic.Uint64
