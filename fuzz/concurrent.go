@@ -81,12 +81,15 @@ func concurrentOptions(data []byte) impl.Options {
 				opt.SuperblockCacheWays = 64
 			}
 		}
-		opt.Debug = data[0]&4 != 0
+		opt.Debug = data[0]&4 != 0 && !mutant.A18b07
 		if data[0]&8 != 0 && !mutant.ConcGuard {
 			opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: []int{1, 3}[data[0]>>4&1]}
 		}
 		if data[0]&64 != 0 {
 			opt.Retain, opt.Decay = []int{2 * spec.SuperblockSize, -1}[data[0]>>7], -1
+			if mutant.A18b22 {
+				opt.Retain = 2 * spec.SuperblockSize
+			}
 		}
 	}
 	return opt
@@ -229,7 +232,7 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		}
 		if o, ok := w.sh.Alloc(c, w.id, n, 1, w.fill|1); ok {
 			w.mine = append(w.mine, o)
-		} else if alone {
+		} else if alone && !(mutant.A18b25 && c == nil) {
 			snap := w.sh.A.Snapshot()
 			ids := []int{w.id}
 			if c == nil {
@@ -249,8 +252,12 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	case COpSend:
 		if len(w.mine) > 0 {
 			i := a % len(w.mine)
+			to := ws[b%len(ws)]
+			if mutant.A18b23 {
+				to = w
+			}
 			select {
-			case ws[b%len(ws)].inbox <- w.mine[i]:
+			case to.inbox <- w.mine[i]:
 				w.mine = append(w.mine[:i], w.mine[i+1:]...)
 			default:
 			}

@@ -101,6 +101,9 @@ func deeper(d int, f func()) {
 
 func flushedIDs(s *impl.Snapshot, id int) []int {
 	if id == Front {
+		if ids := frontIDs(s); mutant.A18b15 && len(ids) > 1 {
+			return ids[:1]
+		}
 		return frontIDs(s)
 	}
 	return []int{id}
@@ -255,7 +258,7 @@ func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bo
 	i := int((a - s.Base) / uintptr(s.SuperblockSize))
 	k := slices.IndexFunc(s.Superblocks, func(st impl.SuperblockState) bool { return st.Index == i })
 	if k >= 0 && s.Superblocks[k].State == impl.SBGuard {
-		return false, true // GUARD-FAULT: a guarded object's superblock is nobody's: it moves
+		return false, !mutant.A18b14 // GUARD-FAULT: a guarded object's superblock is nobody's: it moves
 	}
 	if k < 0 || s.Superblocks[k].State != impl.SBSmall {
 		return false, false
@@ -351,7 +354,7 @@ func (h *Harness) Leaks() error {
 	for _, l := range got {
 		g = append(g, leak{l.Addr, l.Size, l.Class})
 		site := h.debug || s.Guard.Enabled && (l.Class == spec.Large || guarded[l.Addr])
-		if (l.Site != "") != site && !(mutant.LeaksSiteExtra && l.Site != "") {
+		if (l.Site != "") != site && !(mutant.LeaksSiteExtra && l.Site != "") && !(mutant.A18b13 && !h.debug) {
 			return violation(spec.RuleRefines, "Leaks: object %#x has site %q, debug mode %v, guard mode %v", l.Addr, l.Site, h.debug, s.Guard.Enabled)
 		}
 	}

@@ -568,7 +568,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 			if !st.Dirty {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
-		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
+		} else if st.Dirty && st.State == impl.SBPool && !(mutant.A18b17 && s.Decay < 0) && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
 			dirtyPooled++ // past its decay (the timer has had it twice over)
 		}
 	}
@@ -689,7 +689,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	}
 	var vs []*Violation
 	for _, r := range s.FreeRuns {
-		if r.N >= need {
+		if r.N >= need && !(mutant.A18b16 && r.N == need) {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
 		}
 	}

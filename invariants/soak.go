@@ -433,6 +433,9 @@ func (w *soakWorker) step() {
 	case op < 999:
 		w.allocatorCall()
 	default:
+		if mutant.A18b06 {
+			break
+		}
 		w.sh.CloseCache(w.c, w.id)
 		var err error
 		if w.c, w.id, err = w.sh.OpenCache(); err != nil {
@@ -459,7 +462,7 @@ func (w *soakWorker) cache() *impl.Cache {
 func (w *soakWorker) staleFree() {
 	var b []byte
 	switch r := w.rng.IntN(3); {
-	case r == 0 && len(w.mine) > 0:
+	case r == 0 && len(w.mine) > 0 && !mutant.A18b04:
 		o := w.mine[w.rng.IntN(len(w.mine))].B
 		if cap(o) < 32 {
 			return
@@ -519,7 +522,7 @@ func (w *soakWorker) shortLived() {
 			}
 		}
 		for _, o := range objs {
-			if rng.IntN(3) == 0 {
+			if rng.IntN(3) == 0 && !mutant.A18b05 {
 				w.sh.Free(nil, Front, o)
 				w.small++
 			} else {
@@ -540,7 +543,11 @@ func (w *soakWorker) shortLived() {
 // Flush, Trim, or Stats, whose counters must be consistent at every instant
 // (LARGE-EXACT, MEM-ACCOUNT).
 func (w *soakWorker) allocatorCall() {
-	switch w.rng.IntN(3) {
+	k := w.rng.IntN(3)
+	if mutant.A18b01 && k == 1 {
+		k = 0
+	}
+	switch k {
 	case 0:
 		w.sh.A.Flush()
 	case 1:
@@ -548,7 +555,9 @@ func (w *soakWorker) allocatorCall() {
 			w.sh.Record(violation(spec.RuleRefines, "Trim: %v", err))
 		}
 	case 2:
-		w.sh.Record(StatsNow(w.sh.A.Stats())...)
+		if st := w.sh.A.Stats(); !mutant.A18b02 {
+			w.sh.Record(StatsNow(st)...)
+		}
 	}
 }
 
@@ -558,7 +567,7 @@ func (w *soakWorker) drawSize() int {
 		return w.rng.IntN(257)
 	case r < 90:
 		return 257 + w.rng.IntN(4096-256)
-	case r < 99:
+	case r < 99 || mutant.A18b03:
 		return 4097 + w.rng.IntN(spec.MaxSmall-4096)
 	}
 	return spec.MaxSmall + 1 + w.rng.IntN(3*spec.SuperblockSize)
