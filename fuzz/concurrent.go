@@ -81,15 +81,12 @@ func concurrentOptions(data []byte) impl.Options {
 				opt.SuperblockCacheWays = 64
 			}
 		}
-		opt.Debug = data[0]&4 != 0 && !mutant.A18b07
+		opt.Debug = data[0]&4 != 0
 		if data[0]&8 != 0 && !mutant.ConcGuard {
 			opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: []int{1, 3}[data[0]>>4&1]}
 		}
 		if data[0]&64 != 0 {
 			opt.Retain, opt.Decay = []int{2 * spec.SuperblockSize, -1}[data[0]>>7], -1
-			if mutant.A18b22 {
-				opt.Retain = 2 * spec.SuperblockSize
-			}
 		}
 	}
 	return opt

@@ -127,7 +127,7 @@ func Encode(p Program) []byte {
 
 // Options is the allocator configuration a header selects.
 func (p Program) Options() impl.Options {
-	ways := [4]int{16, 8 + 8*b2i(mutant.A18b20), 32, 1}[p.Header>>4&3]
+	ways := [4]int{16, 8, 32, 1}[p.Header>>4&3]
 	if p.Header&4 != 0 {
 		ways = [4]int{1, 64, 128, 64}[p.Header>>4&3]
 		if mutant.ProgWays128 {
@@ -138,10 +138,10 @@ func (p Program) Options() impl.Options {
 	if mutant.ProgReserveNarrow {
 		reserve = p.Header & 1
 	}
-	opt := impl.Options{Reserve: (16 << reserve) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0 && !mutant.A18b18}
+	opt := impl.Options{Reserve: (16 << reserve) * spec.SuperblockSize, SuperblockCacheWays: ways, Debug: p.Header&8 != 0}
 	if p.Header&64 != 0 {
 		opt.Guard = impl.GuardOptions{Enabled: true, SampleRate: 1}
-		if p.Header&128 != 0 && !mutant.A18b19 {
+		if p.Header&128 != 0 {
 			opt.Guard.SampleRate, opt.Guard.QuarantineObjects = 3, 1
 		}
 	} else if p.Header&128 != 0 && !mutant.ProgRetain {

@@ -354,7 +354,7 @@ func (h *Harness) Leaks() error {
 	for _, l := range got {
 		g = append(g, leak{l.Addr, l.Size, l.Class})
 		site := h.debug || s.Guard.Enabled && (l.Class == spec.Large || guarded[l.Addr])
-		if (l.Site != "") != site && !(mutant.LeaksSiteExtra && l.Site != "") && !(mutant.A18b13 && !h.debug) {
+		if (l.Site != "") != site && !(mutant.LeaksSiteExtra && l.Site != "") {
 			return violation(spec.RuleRefines, "Leaks: object %#x has site %q, debug mode %v, guard mode %v", l.Addr, l.Site, h.debug, s.Guard.Enabled)
 		}
 	}

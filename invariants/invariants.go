@@ -689,7 +689,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	}
 	var vs []*Violation
 	for _, r := range s.FreeRuns {
-		if r.N >= need && !(mutant.A18b16 && r.N == need) {
+		if r.N >= need {
 			vs = append(vs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free superblocks at %d", n, align, r.N, r.Start))
 		}
 	}

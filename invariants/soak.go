@@ -433,9 +433,6 @@ func (w *soakWorker) step() {
 	case op < 999:
 		w.allocatorCall()
 	default:
-		if mutant.A18b06 {
-			break
-		}
 		w.sh.CloseCache(w.c, w.id)
 		var err error
 		if w.c, w.id, err = w.sh.OpenCache(); err != nil {

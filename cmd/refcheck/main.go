@@ -98,9 +98,6 @@ func config(args []string, stdout, stderr io.Writer) (invariants.SoakConfig, err
 	}
 	if *retain != "" {
 		n := -1
-		if mutant.A18b24 {
-			n = 0
-		}
 		if *retain != "-1" {
 			var err error
 			if n, err = parseSize(*retain); err != nil {

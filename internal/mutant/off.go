@@ -475,25 +475,15 @@ const (
 	A18b03                  = false
 	A18b04                  = false
 	A18b05                  = false
-	A18b06                  = false
-	A18b07                  = false
 	A18b08                  = false
 	A18b09                  = false
 	A18b10                  = false
 	A18b11                  = false
-	A18b12                  = false
-	A18b13                  = false
 	A18b14                  = false
 	A18b15                  = false
-	A18b16                  = false
 	A18b17                  = false
-	A18b18                  = false
-	A18b19                  = false
-	A18b20                  = false
 	A18b21                  = false
-	A18b22                  = false
 	A18b23                  = false
-	A18b24                  = false
 	A18b25                  = false
 )
 
