@@ -212,7 +212,7 @@ func (s *Shared) Alloc(c *impl.Cache, id, n, align int, fill byte) (o SharedObj,
 	defer s.mu.Unlock()
 	end := s.tick()
 	if err != nil {
-		if v := s.M.Alloc(id, n, align, 0, 0, 0, Kind(err)); !mutant.A18b10 {
+		if v := s.M.Alloc(id, n, align, 0, 0, 0, Kind(err)); !mutant.SharedAllocErrUnjudged { // REFINES: any error passes
 			s.record(v)
 		}
 		return SharedObj{}, false
@@ -336,7 +336,7 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 	if f != nil {
 		s.ended(x, f)
 		if f.j == nil {
-			if err != nil && !(mutant.A18b08 && c == nil) {
+			if err != nil && !(mutant.SharedFrontFreeErr && c == nil) { // REFINES: the Allocator's Free error passes
 				s.record(violation(spec.RuleRefines, "Free of live object %#x by %s: %v%s", x, who(id), err, s.explain(x)))
 			}
 			return
@@ -736,7 +736,7 @@ func (s *Shared) Check(flushed bool) {
 	snap := s.A.Snapshot()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !mutant.A18b09 || flushed {
+	if !mutant.SharedPoisonFlushed || flushed { // DEBUG-POISON: only flushed checks see a write after free
 		s.record(NoFalsePoison(snap)...)
 	}
 	if flushed {
