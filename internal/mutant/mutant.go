@@ -497,7 +497,7 @@ var All = []Mutant{
 	{"inplaceguardunsure", "GUARD-FAULT", "Cache.Realloc", "invariants: expectInPlace is unsure of a guarded small object: a guarded object resized in place passes (adv18b)"},
 	{"flushedfirstfront", "STATS-EXACT", "Allocator.Flush", "invariants: the check after Allocator.Flush looks at its first internal cache only: a group another one still holds passes (adv18b)"},
 	{"decaynegnopool", "MEM-ACCOUNT", "Options.Retain", "invariants: memAccount counts no pooled superblock past its decay when Decay < 0: a pool that keeps more than Retain committed passes the tight check (adv18b)"},
-	{"a18b21", "REFINES", "Allocator.Leaks", "fuzz: OpAllocator's Leaks call reads Stats instead: Allocator.Leaks is never called by FuzzProgram (adv18b)"},
-	{"a18b23", "CACHE-COHERENT", "Cache.Free", "fuzz: FuzzConcurrent's COpSend hands the object to the sending worker itself: no step-by-step cross-worker handoff (adv18b)"},
-	{"a18b25", "OOM-REAL", "Allocator.Alloc", "fuzz: FuzzConcurrent skips CheckOOM for an out-of-memory of the Allocator's Alloc (adv18b)"},
+	{"progleaksasstats", "REFINES", "Allocator.Leaks", "fuzz: OpAllocator's Leaks call reads Stats instead: Allocator.Leaks is never called by FuzzProgram (adv18b)"},
+	{"concsendself", "CACHE-COHERENT", "Cache.Free", "fuzz: FuzzConcurrent's COpSend hands the object to the sending worker itself: no object ever reaches another worker, in a step or a burst: no worker's cache frees another worker's object (adv18b)"},
+	{"concfrontoomunjudged", "OOM-REAL", "Allocator.Alloc", "fuzz: FuzzConcurrent skips CheckOOM for an out-of-memory of the Allocator's Alloc: one with free superblocks enough passes (adv18b)"},
 }

@@ -482,9 +482,9 @@ const (
 	InPlaceGuardUnsure      = false
 	FlushedFirstFront       = false
 	DecayNegNoPool          = false
-	A18b21                  = false
-	A18b23                  = false
-	A18b25                  = false
+	ProgLeaksAsStats        = false
+	ConcSendSelf            = false
+	ConcFrontOOMUnjudged    = false
 )
 
 func Drop() bool { return false }

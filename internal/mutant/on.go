@@ -499,9 +499,9 @@ var (
 	InPlaceGuardUnsure      = on("inplaceguardunsure")
 	FlushedFirstFront       = on("flushedfirstfront")
 	DecayNegNoPool          = on("decaynegnopool")
-	A18b21                  = on("a18b21")
-	A18b23                  = on("a18b23")
-	A18b25                  = on("a18b25")
+	ProgLeaksAsStats        = on("progleaksasstats")
+	ConcSendSelf            = on("concsendself")
+	ConcFrontOOMUnjudged    = on("concfrontoomunjudged")
 )
 
 var remoteFrees atomic.Uint64
