@@ -57,6 +57,8 @@ type concCounts struct {
 	BurstAllocator int
 	Reopen         int // caches closed (and another opened) mid-run
 	StaleFront     int // stale frees through the Allocator's methods
+	Handoff        int // objects handed to another worker (COpSend)
+	FrontOOM       int // out-of-memory of the Allocator's Alloc judged by CheckOOM
 }
 
 // concEnd, if set (tests), is told at the end of RunConcurrent, when every
@@ -169,6 +171,8 @@ func RunConcurrent(data []byte) error {
 			n.BurstAllocator += w.n.BurstAllocator
 			n.Reopen += w.n.Reopen
 			n.StaleFront += w.n.StaleFront
+			n.Handoff += w.n.Handoff
+			n.FrontOOM += w.n.FrontOOM
 		}
 		concEnd(sh, n)
 	}
@@ -229,11 +233,12 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 		}
 		if o, ok := w.sh.Alloc(c, w.id, n, 1, w.fill|1); ok {
 			w.mine = append(w.mine, o)
-		} else if alone {
+		} else if alone && !(mutant.ConcFrontOOMUnjudged && c == nil) { // OOM-REAL: the Allocator's out-of-memory unjudged
 			snap := w.sh.A.Snapshot()
 			ids := []int{w.id}
 			if c == nil {
 				ids = nil // the front's caches: any of them
+				w.n.FrontOOM++
 				for _, fc := range snap.Caches {
 					if fc.Front {
 						ids = append(ids, fc.ID)
@@ -249,9 +254,16 @@ func (w *cworker) do(ws []*cworker, op, a, b int, alone bool) {
 	case COpSend:
 		if len(w.mine) > 0 {
 			i := a % len(w.mine)
+			to := ws[b%len(ws)]
+			if mutant.ConcSendSelf { // CACHE-COHERENT: no object reaches another worker
+				to = w
+			}
 			select {
-			case ws[b%len(ws)].inbox <- w.mine[i]:
+			case to.inbox <- w.mine[i]:
 				w.mine = append(w.mine[:i], w.mine[i+1:]...)
+				if to != w {
+					w.n.Handoff++
+				}
 			default:
 			}
 		}

@@ -317,10 +317,16 @@ func step(h *invariants.Harness, c Cmd) error {
 		}
 		switch k {
 		case 0:
+			note(h, observed{Op: c.Op, Call: "stats"})
 			return h.Stats()
 		case 1:
+			if mutant.ProgLeaksAsStats { // REFINES: Allocator.Leaks never called
+				return h.Stats()
+			}
+			note(h, observed{Op: c.Op, Call: "leaks"})
 			return h.Leaks()
 		case 2:
+			note(h, observed{Op: c.Op, Call: "trim"})
 			return h.Trim()
 		case 4:
 			// GUARD-FAULT: read or write a freed object in quarantine; it must
@@ -328,6 +334,7 @@ func step(h *invariants.Harness, c Cmd) error {
 			note(h, observed{Op: c.Op, Call: "touch"})
 			return h.TouchQuarantined(int(c.Victim)|int(c.Size)<<16, c.Flags&4 != 0)
 		}
+		note(h, observed{Op: c.Op, Call: "flush front"})
 		return h.Flush(invariants.Front)
 	case OpAllocEdge:
 		edges := invariants.EdgeSizes(int(h.M.Size()))

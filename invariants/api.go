@@ -101,6 +101,9 @@ func deeper(d int, f func()) {
 
 func flushedIDs(s *impl.Snapshot, id int) []int {
 	if id == Front {
+		if ids := frontIDs(s); mutant.FlushedFirstFront && len(ids) > 1 { // STATS-EXACT: the other front caches unchecked after Flush
+			return ids[:1]
+		}
 		return frontIDs(s)
 	}
 	return []int{id}
@@ -255,6 +258,9 @@ func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bo
 	i := int((a - s.Base) / uintptr(s.SuperblockSize))
 	k := slices.IndexFunc(s.Superblocks, func(st impl.SuperblockState) bool { return st.Index == i })
 	if k >= 0 && s.Superblocks[k].State == impl.SBGuard {
+		if mutant.InPlaceGuardUnsure { // GUARD-FAULT: unsure of a guarded object, one resized in place passes
+			return false, false
+		}
 		return false, true // GUARD-FAULT: a guarded object's superblock is nobody's: it moves
 	}
 	if k < 0 || s.Superblocks[k].State != impl.SBSmall {

@@ -24,6 +24,7 @@ var (
 	CheckTrimmed  = checkTrimmed
 	ContainsCount = containsCount
 	Flushed       = flushed
+	FlushedIDs    = flushedIDs
 	ExpectInPlace = expectInPlace
 	ReportNames   = reportNames
 	StatsTable    = statsTable
@@ -38,6 +39,13 @@ func (h *Harness) SetDebug(debug bool) { h.debug = debug }
 // sizes its workers draw at the edges.
 func SoakAtEnd(cfg SoakConfig, atEnd func(*Shared)) (*SoakReport, error) {
 	cfg.atEnd = atEnd
+	return Soak(cfg)
+}
+
+// SoakStats runs Soak with stats shown each Stats its workers read while the
+// others run, before the soak judges it (StatsNow).
+func SoakStats(cfg SoakConfig, stats func(*impl.Stats)) (*SoakReport, error) {
+	cfg.stats = stats
 	return Soak(cfg)
 }
 

@@ -96,6 +96,9 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	for _, o := range m.Live() {
 		first := int((o.Addr - s.Base) / uintptr(s.SuperblockSize))
 		last := int((o.Addr + uintptr(o.Usable) - 1 - s.Base) / uintptr(s.SuperblockSize))
+		if mutant.GuardFirstSBOnly { // GUARD-FAULT: a large object's superblocks past its first unseen
+			last = first
+		}
 		for i := first; i <= last; i++ {
 			if seen[i] {
 				vs = append(vs, violation(spec.RuleGuardFault, "live object %#x (%d bytes) lies in quarantined superblock %d", o.Addr, o.Usable, i))

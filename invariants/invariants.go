@@ -569,6 +569,9 @@ func memAccount(s *impl.Snapshot) []*Violation {
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
 		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
+			if mutant.DecayNegNoPool && s.Decay < 0 { // MEM-ACCOUNT: with Decay < 0 no pooled superblock counts
+				continue
+			}
 			dirtyPooled++ // past its decay (the timer has had it twice over)
 		}
 	}

@@ -212,7 +212,9 @@ func (s *Shared) Alloc(c *impl.Cache, id, n, align int, fill byte) (o SharedObj,
 	defer s.mu.Unlock()
 	end := s.tick()
 	if err != nil {
-		s.record(s.M.Alloc(id, n, align, 0, 0, 0, Kind(err)))
+		if v := s.M.Alloc(id, n, align, 0, 0, 0, Kind(err)); !mutant.SharedAllocErrUnjudged { // REFINES: any error passes
+			s.record(v)
+		}
 		return SharedObj{}, false
 	}
 	return s.handedOut(id, n, align, b, fill, begin, end, oracle.CallAlloc)
@@ -334,7 +336,7 @@ func (s *Shared) Free(c *impl.Cache, id int, o SharedObj) {
 	if f != nil {
 		s.ended(x, f)
 		if f.j == nil {
-			if err != nil {
+			if err != nil && !(mutant.SharedFrontFreeErr && c == nil) { // REFINES: the Allocator's Free error passes
 				s.record(violation(spec.RuleRefines, "Free of live object %#x by %s: %v%s", x, who(id), err, s.explain(x)))
 			}
 			return
@@ -734,7 +736,9 @@ func (s *Shared) Check(flushed bool) {
 	snap := s.A.Snapshot()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.record(NoFalsePoison(snap)...)
+	if !mutant.SharedPoisonFlushed || flushed { // DEBUG-POISON: only flushed checks see a write after free
+		s.record(NoFalsePoison(snap)...)
+	}
 	if flushed {
 		s.exact++
 		s.record(CheckFlushed(snap, s.M)...)

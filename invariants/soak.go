@@ -57,6 +57,9 @@ type SoakConfig struct {
 	// atEnd, if set (tests), runs after the workers are done and before the
 	// final EMPTY check and the report of writes after free.
 	atEnd func(*Shared)
+	// stats, if set (tests), sees each Stats a worker reads while the others
+	// run before it is judged: a test breaks one to see the soak refuse it.
+	stats func(*impl.Stats)
 }
 
 // SoakProgress is the state of a running soak.
@@ -99,7 +102,13 @@ type SoakReport struct {
 	// an alignment above 1, BadForeign the bad frees of another Allocator's
 	// object (the others free Go heap memory).
 	Reallocs, Aligned, BadForeign uint64
-	SmallFrees, SBCacheMisses     uint64
+	// Trims counts the Allocator.Trim calls made while the others run,
+	// Large the allocations of a large size drawn off the edges (drawSize's
+	// large range), Interior the stale frees of a pointer inside an object
+	// the worker holds, ShortFrees the frees made by goroutines that came and
+	// went.
+	Trims, Large, Interior, ShortFrees uint64
+	SmallFrees, SBCacheMisses          uint64
 	// Edges is how many of the EdgeSizes up to three superblocks (every
 	// class's size and one more, MaxSmall+1, the page edges) the workers
 	// allocated, of the EdgeSizes they draw from.
@@ -152,6 +161,7 @@ type soakWorker struct {
 	goid  uint64 // the worker's goroutine
 	// counters, read by the coordinator at barriers and at the end
 	inline, ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned, foreign uint64
+	trims, large, interior, shortFrees                                                                             uint64
 }
 
 // Soak runs cfg.Goroutines workers against one Allocator and the Model (through
@@ -349,6 +359,10 @@ func (s *soak) sum(r *SoakReport) {
 		r.Reallocs += w.reallocs
 		r.Aligned += w.aligned
 		r.BadForeign += w.foreign
+		r.Trims += w.trims
+		r.Large += w.large
+		r.Interior += w.interior
+		r.ShortFrees += w.shortFrees
 		r.BadFrees += w.bad
 		r.OOMs += w.oom
 		r.Reopens += w.reopen
@@ -459,12 +473,13 @@ func (w *soakWorker) cache() *impl.Cache {
 func (w *soakWorker) staleFree() {
 	var b []byte
 	switch r := w.rng.IntN(3); {
-	case r == 0 && len(w.mine) > 0:
+	case r == 0 && len(w.mine) > 0 && !mutant.SoakNoInterior: // FREE-INVALID: no interior stale free
 		o := w.mine[w.rng.IntN(len(w.mine))].B
 		if cap(o) < 32 {
 			return
 		}
 		b = o[:cap(o)][16*(1+w.rng.IntN(cap(o)/16-1)):]
+		w.interior++
 	case r == 1 && len(w.mine) > 0:
 		i := w.rng.IntN(len(w.mine))
 		o := w.mine[i]
@@ -519,9 +534,10 @@ func (w *soakWorker) shortLived() {
 			}
 		}
 		for _, o := range objs {
-			if rng.IntN(3) == 0 {
+			if rng.IntN(3) == 0 && !mutant.SoakShortNoFree { // REFINES: a short-lived goroutine never frees
 				w.sh.Free(nil, Front, o)
 				w.small++
+				w.shortFrees++
 			} else {
 				w.mine = append(w.mine, o) // left to the worker (it waits for us)
 			}
@@ -540,15 +556,26 @@ func (w *soakWorker) shortLived() {
 // Flush, Trim, or Stats, whose counters must be consistent at every instant
 // (LARGE-EXACT, MEM-ACCOUNT).
 func (w *soakWorker) allocatorCall() {
-	switch w.rng.IntN(3) {
+	k := w.rng.IntN(3)
+	if mutant.SoakNoTrim && k == 1 { // MEM-ACCOUNT: Trim never runs while the others allocate
+		k = 0
+	}
+	switch k {
 	case 0:
 		w.sh.A.Flush()
 	case 1:
+		w.trims++
 		if err := w.sh.A.Trim(); err != nil {
 			w.sh.Record(violation(spec.RuleRefines, "Trim: %v", err))
 		}
 	case 2:
-		w.sh.Record(StatsNow(w.sh.A.Stats())...)
+		st := w.sh.A.Stats()
+		if w.s.cfg.stats != nil {
+			w.s.cfg.stats(&st)
+		}
+		if !mutant.SoakStatsUnjudged { // LARGE-EXACT, MEM-ACCOUNT: Stats read, never judged
+			w.sh.Record(StatsNow(st)...)
+		}
 	}
 }
 
@@ -559,6 +586,9 @@ func (w *soakWorker) drawSize() int {
 	case r < 90:
 		return 257 + w.rng.IntN(4096-256)
 	case r < 99:
+		return 4097 + w.rng.IntN(spec.MaxSmall-4096)
+	}
+	if mutant.SoakNoLarge { // LARGE-EXACT: no large size but the edges
 		return 4097 + w.rng.IntN(spec.MaxSmall-4096)
 	}
 	return spec.MaxSmall + 1 + w.rng.IntN(3*spec.SuperblockSize)
@@ -605,6 +635,9 @@ func (w *soakWorker) alloc() {
 		return
 	}
 	w.allocs++
+	if edge == 0 && n > spec.MaxSmall {
+		w.large++
+	}
 	if edge > 0 { // an edge out of memory is drawn again next time
 		w.drawn[(edge-1)%uint64(len(w.s.edges))] = true
 		w.s.edge.CompareAndSwap(edge-1, edge)

@@ -100,6 +100,14 @@ func soakDidWhatItClaims(t *testing.T, rep *invariants.SoakReport, ways int) {
 		{"aligned allocations", rep.Aligned > 0},
 		{"objects handed over", rep.Handoff > 0},
 		{"bad frees of another Allocator's objects", rep.BadForeign > 0},
+		// adv18b: Trim while the others run (MEM-ACCOUNT, mutant
+		// soaknotrim), large sizes off the edges (LARGE-EXACT, soaknolarge),
+		// stale frees inside a held object (FREE-INVALID, soaknointerior),
+		// frees from goroutines that come and go (REFINES, soakshortnofree).
+		{"Trim calls", rep.Trims > 0},
+		{"large sizes drawn", rep.Large > 0},
+		{"stale frees inside a held object", rep.Interior > 0},
+		{"frees from short-lived goroutines", rep.ShortFrees > 0},
 	} {
 		if !c.ok {
 			missed = append(missed, c.name)

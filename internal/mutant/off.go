@@ -477,6 +477,21 @@ const (
 	PinnedFillDebug         = false
 	PooledAtStale           = false
 	TailKeepsSite           = false
+	SoakNoTrim              = false
+	SoakStatsUnjudged       = false
+	SoakNoLarge             = false
+	SoakNoInterior          = false
+	SoakShortNoFree         = false
+	SharedFrontFreeErr      = false
+	SharedPoisonFlushed     = false
+	SharedAllocErrUnjudged  = false
+	GuardFirstSBOnly        = false
+	InPlaceGuardUnsure      = false
+	FlushedFirstFront       = false
+	DecayNegNoPool          = false
+	ProgLeaksAsStats        = false
+	ConcSendSelf            = false
+	ConcFrontOOMUnjudged    = false
 )
 
 func Drop() bool { return false }
