@@ -1,0 +1,68 @@
+package impl_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// allocSiteB allocates n bytes from c: the site a report is expected to name.
+func allocSiteB(t *testing.T, c *impl.Cache, n int) []byte {
+	t.Helper()
+	return allocN(t, c, n)
+}
+
+// wafReports opens a debug-mode Allocator of 8 superblocks whose OnError
+// collects the reports, and a cache.
+func wafReports(t *testing.T) (*impl.Allocator, *impl.Cache, *[]error) {
+	t.Helper()
+	reports := new([]error)
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize, Debug: true,
+		OnError: func(err error) { *reports = append(*reports, err) }})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	c := mustCache(t, a)
+	t.Cleanup(func() { c.Close() })
+	return a, c, reports
+}
+
+// TestDebugWAFInLargeRunNamesSiteOfItsSuperblock (DEBUG-POISON: a write after
+// free is reported naming the site that had allocated the object written):
+// a new large object whose run covers the memory of two freed objects names,
+// for a write found in the second, the second's site. x (one superblock, by
+// allocSiteA) at superblock 0 and y (one superblock, by allocSiteB) at
+// superblock 1 are freed; a byte is written into y after its free; z (two
+// superblocks) takes superblocks 0 and 1 and finds it at byte 64 KiB + 8. The
+// report must name allocSiteB, and not allocSiteA: x's memory was not
+// written. Bug (review23): allocLarge verified the whole run against the site
+// of its first superblock alone (takeLarge's prevSite), so the report named
+// x's site (largerunheadsite).
+func TestDebugWAFInLargeRunNamesSiteOfItsSuperblock(t *testing.T) {
+	a, c, reports := wafReports(t)
+	x := allocSiteA(t, c, spec.SuperblockSize)
+	y := allocSiteB(t, c, spec.SuperblockSize)
+	if sbOf(a, x) != 0 || sbOf(a, y) != 1 {
+		t.Fatalf("x is in superblock %d and y in %d, want 0 and 1", sbOf(a, x), sbOf(a, y))
+	}
+	must(t, c.Free(x))
+	must(t, c.Free(y))
+	sliceAt(y, addrOf(y)+8, 1)[0] = 0x11 // into y, after free
+	z := allocN(t, c, 2*spec.SuperblockSize)
+	if sbOf(a, z) != 0 {
+		t.Fatalf("z starts at superblock %d, want 0", sbOf(a, z))
+	}
+	if len(*reports) != 1 {
+		t.Fatalf("%d reports, want 1 (the write at byte 8 of y's superblock): %v", len(*reports), *reports)
+	}
+	var we *impl.WriteAfterFreeError
+	if !errors.As((*reports)[0], &we) || we.Addr != addrOf(z) || we.Offset != spec.SuperblockSize+8 {
+		t.Fatalf("report %v, want a write after free at byte %d of %#x", (*reports)[0], spec.SuperblockSize+8, addrOf(z))
+	}
+	if strings.Contains(we.Site, "allocSiteA") || !strings.Contains(we.Site, "allocSiteB") {
+		t.Errorf("the write after free into y's memory names a site other than y's (allocSiteB):\n%s", we.Site)
+	}
+	must(t, c.Free(z))
+}
