@@ -270,7 +270,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 			if mutant.GuardVerifyNewSite {
 				freed = site
 			}
-			a.verifyLargePoison(b, []bool{true}, freed)
+			a.verifyLargePoison(b, []bool{true}, []uint32{freed})
 		}
 		clear(b) // ZEROED
 	}

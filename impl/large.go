@@ -25,7 +25,7 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	if a.debug || a.guard.on { // GUARD-FAULT: every large object is guarded
 		site = a.sites.record()
 	}
-	i, dirty, dirtySB, prevSite, ok := a.takeLarge(m)
+	i, dirty, dirtySB, prevSites, ok := a.takeLarge(m)
 	if !ok {
 		return nil, fmt.Errorf("%w: no free run of %d superblocks for %d bytes", ErrOutOfMemory, m, n)
 	}
@@ -37,7 +37,7 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	b := unsafe.Slice((*byte)(unsafe.Add(a.start, uintptr(i)<<spec.SuperblockShift)), usable)
 	yield(YieldLargeTaken)
 	if a.debug {
-		a.verifyLargePoison(b, dirtySB, prevSite)
+		a.verifyLargePoison(b, dirtySB, prevSites)
 	}
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
@@ -49,17 +49,35 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 // takeLarge takes a run of m superblocks out of the pool for a large object:
 // its first superblock (ok false if no run is long enough, even after
 // releasing the quarantine), whether any of its memory may be dirty, and in
-// debug mode which superblocks must hold poison and the site of the object
-// that last started there. The headers still say pooled.
-func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSite uint32, ok bool) {
+// debug mode which superblocks must hold poison and, for each, the site of
+// the large or guarded object that last held it (stampSite). The headers
+// still say pooled.
+func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSites []uint32, ok bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	i, ok = a.takeRunEvict(m)
 	if !ok {
-		return 0, false, nil, 0, false
+		return 0, false, nil, nil, false
 	}
 	dirty, dirtySB = a.takeDirtyRun(i, m, a.debug)
-	return i, dirty, dirtySB, a.header(i).site, true
+	if a.debug {
+		prevSites = a.runSites(i, m)
+	}
+	return i, dirty, dirtySB, prevSites, true
+}
+
+// runSites returns the sites the headers of [i, i+m) record: each, the site
+// of the large or guarded object that last held that superblock (0 if none,
+// or if a small period came since). Under a.mu.
+func (a *Allocator) runSites(i, m uint32) []uint32 {
+	sites := make([]uint32, m)
+	for j := range sites {
+		sites[j] = a.header(i + uint32(j)).site
+		if mutant.LargeRunHeadSite { // DEBUG-POISON: the head's site for the whole run
+			sites[j] = a.header(i).site
+		}
+	}
+	return sites
 }
 
 // publishLarge makes the m superblocks at i, taken by takeLarge and zeroed,
@@ -272,7 +290,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
 		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
-			a.verifyLargePoison(r[lo:], dirtySB, 0)
+			a.verifyLargePoison(r[lo:], dirtySB, nil)
 		}
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
@@ -373,9 +391,17 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 }
 
 // verifyLargePoison checks, in debug mode, that the superblocks of a new large
-// object that were used before still hold the poison their free left.
-func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
+// object that were used before still hold the poison their free left. A write
+// after free found in superblock j of b names sites[j] (0, none, past the
+// slice's end): the site of the object that held that superblock, which may
+// not be the one that held the first (DEBUG-POISON;
+// TestDebugWAFInLargeRunNamesSiteOfItsSuperblock).
+func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32) {
 	for j, d := range dirty {
+		var site uint32
+		if j < len(sites) {
+			site = sites[j]
+		}
 		lo := j << spec.SuperblockShift
 		if !d || lo >= len(b) {
 			continue

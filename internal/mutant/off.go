@@ -492,6 +492,7 @@ const (
 	ProgLeaksAsStats        = false
 	ConcSendSelf            = false
 	ConcFrontOOMUnjudged    = false
+	LargeRunHeadSite        = false
 )
 
 func Drop() bool { return false }

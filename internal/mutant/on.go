@@ -509,6 +509,7 @@ var (
 	ProgLeaksAsStats        = on("progleaksasstats")
 	ConcSendSelf            = on("concsendself")
 	ConcFrontOOMUnjudged    = on("concfrontoomunjudged")
+	LargeRunHeadSite        = on("largerunheadsite")
 )
 
 var remoteFrees atomic.Uint64
