@@ -66,3 +66,39 @@ func TestDebugWAFInLargeRunNamesSiteOfItsSuperblock(t *testing.T) {
 	}
 	must(t, c.Free(z))
 }
+
+// TestDebugGrowInPlaceWAFNamesSite (DEBUG-POISON: a write after free is
+// reported naming the site that had allocated the object written): a large
+// object growing in place into the superblock of a freed one, written after
+// its free, names that object's site. x (one superblock) at superblock 0
+// stays live; y (one superblock, by allocSiteB) at superblock 1 is freed and
+// written at byte 8; Realloc(x, two superblocks) takes superblock 1 in place
+// and finds the write. Bug (review23): the grow verified the superblocks it
+// took against no site (0), though each header records the site of the large
+// object that last held it, so the report named none (growsiteunnamed).
+func TestDebugGrowInPlaceWAFNamesSite(t *testing.T) {
+	a, c, reports := wafReports(t)
+	x := allocN(t, c, spec.SuperblockSize)
+	y := allocSiteB(t, c, spec.SuperblockSize)
+	if sbOf(a, x) != 0 || sbOf(a, y) != 1 {
+		t.Fatalf("x is in superblock %d and y in %d, want 0 and 1", sbOf(a, x), sbOf(a, y))
+	}
+	must(t, c.Free(y))
+	sliceAt(y, addrOf(y)+8, 1)[0] = 0x11 // into y, after free
+	r, err := c.Realloc(x, 2*spec.SuperblockSize)
+	must(t, err)
+	if addrOf(r) != addrOf(x) {
+		t.Fatalf("Realloc to two superblocks moved the object to %#x", addrOf(r))
+	}
+	if len(*reports) != 1 {
+		t.Fatalf("%d reports, want 1 (the write at byte 8 of y's superblock): %v", len(*reports), *reports)
+	}
+	var we *impl.WriteAfterFreeError
+	if !errors.As((*reports)[0], &we) || we.Addr != addrOf(y) || we.Offset != 8 {
+		t.Fatalf("report %v, want a write after free at byte 8 of %#x", (*reports)[0], addrOf(y))
+	}
+	if !strings.Contains(we.Site, "allocSiteB") {
+		t.Errorf("the write after free into y's memory does not name y's site (allocSiteB):\n%s", we.Site)
+	}
+	must(t, c.Free(r))
+}
