@@ -286,11 +286,11 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	head := a.lookup(off >> spec.SuperblockShift)
 	u := spec.LargeUsable(n)
-	zero := func(old uint32, dirtySB []bool) {
+	zero := func(old uint32, dirtySB []bool, sites []uint32) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
 		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
-			a.verifyLargePoison(r[lo:], dirtySB, nil)
+			a.verifyLargePoison(r[lo:], dirtySB, sites)
 		}
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
@@ -312,7 +312,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	// pooled an Alloc may hand it out and its new owner write into it before
 	// the zeroing ends (INTEGRITY; TestResizeInPlaceRacesFree).
 	locked := a.debug || a.guard.on
-	var under func(uint32, []bool)
+	var under func(uint32, []bool, []uint32)
 	if locked {
 		under = zero
 	}
@@ -338,7 +338,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		if mutant.ResizeUnmarkEarly {
 			head.resizing.Store(false)
 		}
-		zero(old, dirtySB)
+		zero(old, dirtySB, nil) // not debug mode: nothing is verified
 		yield(YieldLargeZeroed)
 		head.resizing.Store(false)
 	}
@@ -350,8 +350,9 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 // its usable size to u, and returns the run's old length and, for superblocks
 // it took, whether each may be dirty; zero, if not nil, gets them before the
 // lock is released, else the head stays resizing until the caller has zeroed
-// them. busy: another Realloc of the object is zeroing it; try again.
-func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool)) (old uint32, dirtySB []bool, ok, busy bool) {
+// them, with (debug mode) the sites their headers recorded before the object
+// took them. busy: another Realloc of the object is zeroing it; try again.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool, []uint32)) (old uint32, dirtySB []bool, ok, busy bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
@@ -362,6 +363,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		return 0, nil, false, false // not b's object: not live, another one, or nobody's yet
 	}
 	old = head.runLen
+	var sites []uint32
 	switch {
 	case m < old && mutant.LargeShrinkKeep:
 		m = old
@@ -375,6 +377,12 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 			return 0, nil, false, false
 		}
 		_, dirtySB = a.carveRun(head.idx+old, m-old, false, true)
+		// DEBUG-POISON: a write after free found in a superblock taken names
+		// the object that held it, whose site its header records until the
+		// stamp below (TestDebugGrowInPlaceWAFNamesSite).
+		if a.debug && !mutant.GrowSiteUnnamed {
+			sites = a.runSites(head.idx+old, m-old)
+		}
 		if !mutant.TailKeepsSite {
 			a.stampSite(head.idx+old, m-old, head.site) // DEBUG-POISON
 		}
@@ -383,7 +391,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	a.large.LiveBytes += uint64(u) - uint64(head.usable) // LARGE-EXACT
 	head.usable = uintptr(u)
 	if zero != nil {
-		zero(old, dirtySB)
+		zero(old, dirtySB, sites)
 	} else {
 		head.resizing.Store(true) // the caller zeroes after the lock; frees wait (resizeLarge)
 	}

@@ -493,6 +493,7 @@ const (
 	ConcSendSelf            = false
 	ConcFrontOOMUnjudged    = false
 	LargeRunHeadSite        = false
+	GrowSiteUnnamed         = false
 )
 
 func Drop() bool { return false }

@@ -510,6 +510,7 @@ var (
 	ConcSendSelf            = on("concsendself")
 	ConcFrontOOMUnjudged    = on("concfrontoomunjudged")
 	LargeRunHeadSite        = on("largerunheadsite")
+	GrowSiteUnnamed         = on("growsiteunnamed")
 )
 
 var remoteFrees atomic.Uint64
