@@ -494,6 +494,7 @@ const (
 	ConcFrontOOMUnjudged    = false
 	LargeRunHeadSite        = false
 	GrowSiteUnnamed         = false
+	QuarRepoisonless        = false
 )
 
 func Drop() bool { return false }

@@ -511,6 +511,7 @@ var (
 	ConcFrontOOMUnjudged    = on("concfrontoomunjudged")
 	LargeRunHeadSite        = on("largerunheadsite")
 	GrowSiteUnnamed         = on("growsiteunnamed")
+	QuarRepoisonless        = on("quarrepoisonless")
 )
 
 var remoteFrees atomic.Uint64
