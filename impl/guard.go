@@ -270,7 +270,11 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 			if mutant.GuardVerifyNewSite {
 				freed = site
 			}
-			a.verifyLargePoison(b, []bool{true}, []uint32{freed})
+			wk := k // DEBUG-POISON: the report names the object's class with its size
+			if mutant.GuardedWAFLarge {
+				wk = spec.Large
+			}
+			a.verifyLargePoison(b, []bool{true}, []uint32{freed}, wk)
 		}
 		clear(b) // ZEROED
 	}

@@ -37,7 +37,7 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	b := unsafe.Slice((*byte)(unsafe.Add(a.start, uintptr(i)<<spec.SuperblockShift)), usable)
 	yield(YieldLargeTaken)
 	if a.debug {
-		a.verifyLargePoison(b, dirtySB, prevSites)
+		a.verifyLargePoison(b, dirtySB, prevSites, spec.Large)
 	}
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
@@ -290,7 +290,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
 		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
-			a.verifyLargePoison(r[lo:], dirtySB, sites)
+			a.verifyLargePoison(r[lo:], dirtySB, sites, spec.Large)
 		}
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
@@ -403,8 +403,10 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 // after free found in superblock j of b names sites[j] (0, none, past the
 // slice's end): the site of the object that held that superblock, which may
 // not be the one that held the first (DEBUG-POISON;
-// TestDebugWAFInLargeRunNamesSiteOfItsSuperblock).
-func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32) {
+// TestDebugWAFInLargeRunNamesSiteOfItsSuperblock). The report names b as
+// an object of class k: spec.Large, or a guarded small object's class
+// (allocGuarded; TestGuardedAllocWAFNamesItsClass).
+func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32, k int) {
 	for j, d := range dirty {
 		var site uint32
 		if j < len(sites) {
@@ -419,7 +421,7 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32) {
 				if a.opt.OnError != nil {
 					a.report(&WriteAfterFreeError{
 						Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Offset: lo + off, Size: len(b),
-						Class: spec.Large, Site: a.sites.format(site),
+						Class: k, Site: a.sites.format(site),
 					})
 				}
 				a.retiredWAF()

@@ -495,6 +495,7 @@ const (
 	LargeRunHeadSite        = false
 	GrowSiteUnnamed         = false
 	QuarRepoisonless        = false
+	GuardedWAFLarge         = false
 )
 
 func Drop() bool { return false }

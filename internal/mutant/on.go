@@ -512,6 +512,7 @@ var (
 	LargeRunHeadSite        = on("largerunheadsite")
 	GrowSiteUnnamed         = on("growsiteunnamed")
 	QuarRepoisonless        = on("quarrepoisonless")
+	GuardedWAFLarge         = on("guardedwaflarge")
 )
 
 var remoteFrees atomic.Uint64
