@@ -496,6 +496,7 @@ const (
 	GrowSiteUnnamed         = false
 	QuarRepoisonless        = false
 	GuardedWAFLarge         = false
+	CarvedSiteUnnamed       = false
 )
 
 func Drop() bool { return false }

@@ -513,6 +513,7 @@ var (
 	GrowSiteUnnamed         = on("growsiteunnamed")
 	QuarRepoisonless        = on("quarrepoisonless")
 	GuardedWAFLarge         = on("guardedwaflarge")
+	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 )
 
 var remoteFrees atomic.Uint64
