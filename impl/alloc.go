@@ -775,6 +775,13 @@ func (a *Allocator) releaseLocked(c *Cache, sb *superblock) {
 		a.verifyReleased(c, sb)
 		poison(unsafe.Slice((*byte)(a.sbAddr(sb)), spec.SuperblockSize))
 	}
+	// DEBUG-POISON: the site of the last large or guarded object here no
+	// longer describes this memory, verified and poisoned (a write after
+	// free found when a large or guarded object takes the superblock back
+	// would name it: TestWriteAfterSmallLifeNamesNoStaleSite).
+	if !mutant.SmallKeepsSite {
+		sb.site = 0
+	}
 	if !mutant.ReleaseKeepsOwner {
 		sb.owner.Store(nil)
 	}

@@ -127,7 +127,7 @@ func (c *Cache) handOutDebug(n, k int) []byte {
 		cc.sb.sites[idx] = c.a.sites.record()
 	}
 	if cc.needzero && !mutant.DebugNoVerify {
-		c.a.verifyPoison(c, s, k, cc.sb.sites[idx])
+		c.a.verifyPoison(c, s, k, cc.sb.objectSite(idx))
 	}
 	// Always: a stale remote free of a held object poisoned it (and was
 	// dropped as a double free), fresh or not.
@@ -171,7 +171,7 @@ func (a *Allocator) verifyReleased(c *Cache, sb *superblock) {
 	size := spec.ClassSize(k)
 	base := a.sbAddr(sb)
 	for idx := range min(int(sb.zeroedFrom)-int(b2i(mutant.VerifyReleasedShort)), spec.ClassObjects(k)) {
-		a.verifyPoison(c, unsafe.Slice((*byte)(unsafe.Add(base, idx*size)), size), k, sb.sites[idx*int(1-b2i(mutant.ReleaseSiteFirst))])
+		a.verifyPoison(c, unsafe.Slice((*byte)(unsafe.Add(base, idx*size)), size), k, sb.objectSite(idx*int(1-b2i(mutant.ReleaseSiteFirst))))
 	}
 }
 

@@ -270,7 +270,11 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 			if mutant.GuardVerifyNewSite {
 				freed = site
 			}
-			a.verifyLargePoison(b, []bool{true}, freed)
+			wk := k // DEBUG-POISON: the report names the object's class with its size
+			if mutant.GuardedWAFLarge {
+				wk = spec.Large
+			}
+			a.verifyLargePoison(b, []bool{true}, []uint32{freed}, wk)
 		}
 		clear(b) // ZEROED
 	}
@@ -534,8 +538,15 @@ func (a *Allocator) poisoned(n uintptr, usable int) uintptr {
 // verifyQuarantined checks, without protection, that a quarantined object's
 // bytes still hold the poison its free left, and reports the first byte
 // that does not (WriteAfterFreeError, counted in Stats.WriteAfterFrees).
+// Then it poisons them again: the memory goes to the pool, where in debug
+// mode it must hold poison throughout, and the next object there would find
+// the write again and report it a second time (DEBUG-POISON: one write, one
+// report; TestGuardHeapDebugWAFReportedOnce).
 func (a *Allocator) verifyQuarantined(p unsafe.Pointer, n uintptr, e quarantined) {
 	if off := notPoison(unsafe.Slice((*byte)(p), n)); off >= 0 {
+		if !mutant.QuarRepoisonless {
+			defer poison(unsafe.Slice((*byte)(p), n))
+		}
 		size, class := e.usable, e.class
 		if mutant.GuardHeapSize {
 			size = int(n)

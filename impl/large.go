@@ -25,7 +25,7 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	if a.debug || a.guard.on { // GUARD-FAULT: every large object is guarded
 		site = a.sites.record()
 	}
-	i, dirty, dirtySB, prevSite, ok := a.takeLarge(m)
+	i, dirty, dirtySB, prevSites, ok := a.takeLarge(m)
 	if !ok {
 		return nil, fmt.Errorf("%w: no free run of %d superblocks for %d bytes", ErrOutOfMemory, m, n)
 	}
@@ -37,7 +37,7 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	b := unsafe.Slice((*byte)(unsafe.Add(a.start, uintptr(i)<<spec.SuperblockShift)), usable)
 	yield(YieldLargeTaken)
 	if a.debug {
-		a.verifyLargePoison(b, dirtySB, prevSite)
+		a.verifyLargePoison(b, dirtySB, prevSites, spec.Large)
 	}
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
@@ -49,17 +49,35 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 // takeLarge takes a run of m superblocks out of the pool for a large object:
 // its first superblock (ok false if no run is long enough, even after
 // releasing the quarantine), whether any of its memory may be dirty, and in
-// debug mode which superblocks must hold poison and the site of the object
-// that last started there. The headers still say pooled.
-func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSite uint32, ok bool) {
+// debug mode which superblocks must hold poison and, for each, the site of
+// the large or guarded object that last held it (stampSite). The headers
+// still say pooled.
+func (a *Allocator) takeLarge(m uint32) (i uint32, dirty bool, dirtySB []bool, prevSites []uint32, ok bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	i, ok = a.takeRunEvict(m)
 	if !ok {
-		return 0, false, nil, 0, false
+		return 0, false, nil, nil, false
 	}
 	dirty, dirtySB = a.takeDirtyRun(i, m, a.debug)
-	return i, dirty, dirtySB, a.header(i).site, true
+	if a.debug {
+		prevSites = a.runSites(i, m)
+	}
+	return i, dirty, dirtySB, prevSites, true
+}
+
+// runSites returns the sites the headers of [i, i+m) record: each, the site
+// of the large or guarded object that last held that superblock (0 if none,
+// or if a small period came since). Under a.mu.
+func (a *Allocator) runSites(i, m uint32) []uint32 {
+	sites := make([]uint32, m)
+	for j := range sites {
+		sites[j] = a.header(i + uint32(j)).site
+		if mutant.LargeRunHeadSite { // DEBUG-POISON: the head's site for the whole run
+			sites[j] = a.header(i).site
+		}
+	}
+	return sites
 }
 
 // publishLarge makes the m superblocks at i, taken by takeLarge and zeroed,
@@ -268,11 +286,11 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	head := a.lookup(off >> spec.SuperblockShift)
 	u := spec.LargeUsable(n)
-	zero := func(old uint32, dirtySB []bool) {
+	zero := func(old uint32, dirtySB []bool, sites []uint32) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
 		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
-			a.verifyLargePoison(r[lo:], dirtySB, 0)
+			a.verifyLargePoison(r[lo:], dirtySB, sites, spec.Large)
 		}
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
@@ -294,7 +312,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	// pooled an Alloc may hand it out and its new owner write into it before
 	// the zeroing ends (INTEGRITY; TestResizeInPlaceRacesFree).
 	locked := a.debug || a.guard.on
-	var under func(uint32, []bool)
+	var under func(uint32, []bool, []uint32)
 	if locked {
 		under = zero
 	}
@@ -320,7 +338,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		if mutant.ResizeUnmarkEarly {
 			head.resizing.Store(false)
 		}
-		zero(old, dirtySB)
+		zero(old, dirtySB, nil) // not debug mode: nothing is verified
 		yield(YieldLargeZeroed)
 		head.resizing.Store(false)
 	}
@@ -332,8 +350,9 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 // its usable size to u, and returns the run's old length and, for superblocks
 // it took, whether each may be dirty; zero, if not nil, gets them before the
 // lock is released, else the head stays resizing until the caller has zeroed
-// them. busy: another Realloc of the object is zeroing it; try again.
-func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool)) (old uint32, dirtySB []bool, ok, busy bool) {
+// them, with (debug mode) the sites their headers recorded before the object
+// took them. busy: another Realloc of the object is zeroing it; try again.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool, []uint32)) (old uint32, dirtySB []bool, ok, busy bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
@@ -344,6 +363,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		return 0, nil, false, false // not b's object: not live, another one, or nobody's yet
 	}
 	old = head.runLen
+	var sites []uint32
 	switch {
 	case m < old && mutant.LargeShrinkKeep:
 		m = old
@@ -357,6 +377,12 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 			return 0, nil, false, false
 		}
 		_, dirtySB = a.carveRun(head.idx+old, m-old, false, true)
+		// DEBUG-POISON: a write after free found in a superblock taken names
+		// the object that held it, whose site its header records until the
+		// stamp below (TestDebugGrowInPlaceWAFNamesSite).
+		if a.debug && !mutant.GrowSiteUnnamed {
+			sites = a.runSites(head.idx+old, m-old)
+		}
 		if !mutant.TailKeepsSite {
 			a.stampSite(head.idx+old, m-old, head.site) // DEBUG-POISON
 		}
@@ -365,7 +391,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	a.large.LiveBytes += uint64(u) - uint64(head.usable) // LARGE-EXACT
 	head.usable = uintptr(u)
 	if zero != nil {
-		zero(old, dirtySB)
+		zero(old, dirtySB, sites)
 	} else {
 		head.resizing.Store(true) // the caller zeroes after the lock; frees wait (resizeLarge)
 	}
@@ -373,9 +399,19 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 }
 
 // verifyLargePoison checks, in debug mode, that the superblocks of a new large
-// object that were used before still hold the poison their free left.
-func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
+// object that were used before still hold the poison their free left. A write
+// after free found in superblock j of b names sites[j] (0, none, past the
+// slice's end): the site of the object that held that superblock, which may
+// not be the one that held the first (DEBUG-POISON;
+// TestDebugWAFInLargeRunNamesSiteOfItsSuperblock). The report names b as
+// an object of class k: spec.Large, or a guarded small object's class
+// (allocGuarded; TestGuardedAllocWAFNamesItsClass).
+func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32, k int) {
 	for j, d := range dirty {
+		var site uint32
+		if j < len(sites) {
+			site = sites[j]
+		}
 		lo := j << spec.SuperblockShift
 		if !d || lo >= len(b) {
 			continue
@@ -385,7 +421,7 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, site uint32) {
 				if a.opt.OnError != nil {
 					a.report(&WriteAfterFreeError{
 						Addr: uintptr(unsafe.Pointer(unsafe.SliceData(b))), Offset: lo + off, Size: len(b),
-						Class: spec.Large, Site: a.sites.format(site),
+						Class: k, Site: a.sites.format(site),
 					})
 				}
 				a.retiredWAF()

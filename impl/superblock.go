@@ -82,7 +82,7 @@ type superblock struct {
 	runLen uint32   // large head, guard superblock: superblocks in the run
 	usable uintptr  // large head, guard superblock: usable bytes
 	dirty  bool     // used since it was last fresh: may be committed and nonzero
-	site   uint32   // debug or guard mode, large head or guard superblock: the allocation site
+	site   uint32   // debug or guard mode, large or guard superblock: the allocation site (small: objectSite)
 	sites  []uint32 // debug mode, owner-private: each object's allocation site
 	// pooledAt is when it last entered the pool dirty (Options.Decay).
 	pooledAt int64
@@ -133,11 +133,14 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	sb.localFreed = 0
 	sb.cursor = 0
 	sb.class = uint8(k)
-	// DEBUG-POISON: the site of the last large or guarded object here no
-	// longer describes this memory (a write after free found when a large or
-	// guarded object takes the superblock back would name it); a small
-	// period's sites are per object.
-	if !mutant.SmallKeepsSite {
+	// DEBUG-POISON: a small period's sites are per object; while it lasts,
+	// site is the site of the large or guarded object whose memory this was,
+	// if that memory may still hold what its free left (dirty): an object of
+	// the new layout not handed out yet names it (objectSite;
+	// TestDebugWAFInCarvedLargeNamesItsSite). Fresh memory holds nothing of
+	// it. The release, which verifies and poisons every object, clears it
+	// (releaseLocked).
+	if !sb.dirty || mutant.CarvedSiteUnnamed {
 		sb.site = 0
 	}
 	if debug && (!mutant.DebugSitesReused || len(sb.sites) < n) {
@@ -148,6 +151,18 @@ func (sb *superblock) initSmall(k int, debug bool) {
 	} else {
 		sb.zeroedFrom = 0
 	}
+}
+
+// objectSite is the site a write after free found in object idx of a small
+// superblock names (DEBUG-POISON): the site that allocated it in this small
+// period or, if it was not handed out in this period, that of the large or
+// guarded object whose memory it still is (site: 0 when the superblock was
+// small before, its poison verified at that release, or fresh).
+func (sb *superblock) objectSite(idx int) uint32 {
+	if s := sb.sites[idx]; s != 0 {
+		return s
+	}
+	return sb.site
 }
 
 // objects is the number of objects of the superblock's class.

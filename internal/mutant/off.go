@@ -492,6 +492,11 @@ const (
 	ProgLeaksAsStats        = false
 	ConcSendSelf            = false
 	ConcFrontOOMUnjudged    = false
+	LargeRunHeadSite        = false
+	GrowSiteUnnamed         = false
+	QuarRepoisonless        = false
+	GuardedWAFLarge         = false
+	CarvedSiteUnnamed       = false
 )
 
 func Drop() bool { return false }

@@ -509,6 +509,11 @@ var (
 	ProgLeaksAsStats        = on("progleaksasstats")
 	ConcSendSelf            = on("concsendself")
 	ConcFrontOOMUnjudged    = on("concfrontoomunjudged")
+	LargeRunHeadSite        = on("largerunheadsite")
+	GrowSiteUnnamed         = on("growsiteunnamed")
+	QuarRepoisonless        = on("quarrepoisonless")
+	GuardedWAFLarge         = on("guardedwaflarge")
+	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 )
 
 var remoteFrees atomic.Uint64
