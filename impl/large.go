@@ -312,6 +312,10 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	// pooled an Alloc may hand it out and its new owner write into it before
 	// the zeroing ends (INTEGRITY; TestResizeInPlaceRacesFree).
 	locked := a.debug || a.guard.on
+	var site uint32 // GUARD-FAULT: where a shrink freed the superblocks it gives back
+	if a.guard.on && spec.LargeSuperblocks(u) < spec.LargeSuperblocks(cap(b)) {
+		site = a.sites.record()
+	}
 	var under func(uint32, []bool, []uint32)
 	if locked {
 		under = zero
@@ -320,7 +324,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	var dirtySB []bool
 	for {
 		var ok, busy bool
-		old, dirtySB, ok, busy = a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, under)
+		old, dirtySB, ok, busy = a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, site, under)
 		if ok {
 			break
 		}
@@ -352,7 +356,8 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 // lock is released, else the head stays resizing until the caller has zeroed
 // them, with (debug mode) the sites their headers recorded before the object
 // took them. busy: another Realloc of the object is zeroing it; try again.
-func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, zero func(uint32, []bool, []uint32)) (old uint32, dirtySB []bool, ok, busy bool) {
+// site: where a shrink in guard mode freed the superblocks it gives back.
+func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uint32, u int, site uint32, zero func(uint32, []bool, []uint32)) (old uint32, dirtySB []bool, ok, busy bool) {
 	a.lock()
 	defer a.mu.Unlock()
 	_, state, _ := unpackMeta(head.meta.Load())
@@ -368,8 +373,22 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	case m < old && mutant.LargeShrinkKeep:
 		m = old
 	case m < old:
+		// GUARD-FAULT: the superblocks given back are freed memory of a
+		// guarded object, quarantined as one (a large object of their bytes,
+		// at the first of them) so that an access through the slice this
+		// Realloc was given faults (TestGuardShrinkInPlaceTailFaults).
+		tail := a.header(head.idx + m)
+		if a.guard.on && !mutant.GuardShrinkPooled {
+			usable, alloc := tail.usable, tail.site
+			tail.usable, tail.site = uintptr(old-m)<<spec.SuperblockShift, head.site
+			if a.quarantine(tail, old-m, spec.Large, site) {
+				a.counts.large -= int(old - m)
+				break
+			}
+			tail.usable, tail.site = usable, alloc
+		}
 		if a.debug {
-			poison(unsafe.Slice((*byte)(a.sbAddr(a.header(head.idx+m))), uintptr(old-m-uint32(b2i(mutant.ShrinkPoisonShort)))<<spec.SuperblockShift))
+			poison(unsafe.Slice((*byte)(a.sbAddr(tail)), uintptr(old-m-uint32(b2i(mutant.ShrinkPoisonShort)))<<spec.SuperblockShift))
 		}
 		a.poolRun(head.idx+m, old-m, noClass)
 	case m > old:

@@ -15,7 +15,8 @@ import (
 // moved or not: reslicing the result up to cap never shows what b held beyond
 // what was kept. It stays in place when it can: a small object of this cache
 // whose class also serves n (its capacity unchanged); a large object that
-// stays large, when it shrinks (its superblocks past n's go back to the pool)
+// stays large, when it shrinks (its superblocks past n's go back to the pool;
+// in guard mode, to the quarantine, GUARD-FAULT)
 // or when the superblocks right after it are free (it takes them), its
 // capacity then n rounded up to pages, as Alloc(n)'s. Otherwise it allocates
 // (natural alignment of the new class only), copies and frees b.

@@ -512,4 +512,5 @@ var All = []Mutant{
 	{"quarrepoisonless", "DEBUG-POISON", "Options.Guard", "under the Go-heap backend in debug mode, a write after free found as an object leaves the quarantine is reported and left in the pooled memory: the next object there reports the same write again, and Stats counts it twice (review23)"},
 	{"guardedwaflarge", "DEBUG-POISON", "Options.Guard", "a guarded small allocation that finds its superblock's poison written reports a write after free into an object of class spec.Large, with the small object's size (review23)"},
 	{"carvedsiteunnamed", "DEBUG-POISON", "Options.Debug", "a small period carved from a freed large or guarded object's dirty memory drops that object's site: a write after free into it, found as an object of the new layout not handed out yet is verified, names no site (review23)"},
+	{"guardshrinkpooled", "GUARD-FAULT", "Cache.Realloc", "in guard mode a large object shrunk in place gives the superblocks past its new size straight back to the pool, unprotected: an access through the slice Realloc was given, past the new object, does not fault, and the memory can be handed out again at once (review24)"},
 }

@@ -497,6 +497,7 @@ const (
 	QuarRepoisonless        = false
 	GuardedWAFLarge         = false
 	CarvedSiteUnnamed       = false
+	GuardShrinkPooled       = false
 )
 
 func Drop() bool { return false }

@@ -514,6 +514,7 @@ var (
 	QuarRepoisonless        = on("quarrepoisonless")
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
+	GuardShrinkPooled       = on("guardshrinkpooled")
 )
 
 var remoteFrees atomic.Uint64
