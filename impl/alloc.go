@@ -901,7 +901,7 @@ func (a *Allocator) pooled(start, n uint32) {
 // later is t+d, or the last instant there is when that is past it: any
 // positive Options.Decay is valid, and the largest Duration ("keep it for
 // good") wrapped decayNext into the past, which sent every release to walk
-// the pool (TestDecayForeverWalksOncePerDecay).
+// the pool (TestDecayWalksOncePerDecay/forever).
 func later(t, d int64) int64 {
 	if d > 0 && t > 1<<63-1-d && !mutant.DecayWrap { // MEM-ACCOUNT
 		return 1<<63 - 1

@@ -1,6 +1,7 @@
 package impl_test
 
 import (
+	"math"
 	"testing"
 	"time"
 	"unsafe"
@@ -171,40 +172,54 @@ func TestDecayTimer(t *testing.T) {
 // TestDecayWalksOncePerDecay (MEM-ACCOUNT): past Retain, a workload that
 // releases superblocks all the time within the decay does not walk the pool
 // on every release (xmalloc-test spent 60% of its time there): the pool is
-// walked again only once something can have waited the decay.
+// walked again only once something can have waited the decay. The largest
+// Duration ("forever", valid like any positive Decay) keeps the pool for good
+// and walks it no more: decayNext, now+Decay, saturates (review22: it wrapped
+// into the past and every release walked the pool, mutant decaywrap).
 func TestDecayWalksOncePerDecay(t *testing.T) {
-	const retain = 4 * spec.SuperblockSize
-	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: time.Hour})
-	must(t, err)
-	defer a.Close()
-	clock := time.Now().UnixNano()
-	impl.SetClock(a, func() int64 { return clock })
-	c, _ := a.NewCache()
-	var bigs [][]byte
-	for range 16 { // one superblock each, all released past Retain
-		b, err := c.Alloc(spec.MaxSmall + 1)
-		must(t, err)
-		b[0] = 1
-		bigs = append(bigs, b)
-	}
-	for _, b := range bigs {
-		must(t, c.Free(b))
-	}
-	w0 := impl.PoolWalks(a)
-	for range 1000 {
-		b, err := c.Alloc(spec.MaxSmall + 1)
-		must(t, err)
-		b[0] = 1
-		must(t, c.Free(b))
-	}
-	if w := impl.PoolWalks(a) - w0; w > 1 {
-		t.Fatalf("1000 releases within the decay walked the pool %d times", w)
-	}
-	clock += int64(2 * time.Hour)
-	b, _ := c.Alloc(spec.MaxSmall + 1)
-	must(t, c.Free(b)) // this release finds superblocks that waited the decay
-	if s := a.Stats(); s.Committed-s.InUse > retain/2+spec.SuperblockSize {
-		t.Fatalf("after the decay the pool keeps %d bytes committed, Retain is %d", s.Committed-s.InUse, retain)
+	for _, decay := range []time.Duration{time.Hour, math.MaxInt64} {
+		t.Run(map[bool]string{true: "forever", false: "hour"}[decay == math.MaxInt64], func(t *testing.T) {
+			const retain = 4 * spec.SuperblockSize
+			a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: decay})
+			must(t, err)
+			defer a.Close()
+			clock := time.Now().UnixNano()
+			impl.SetClock(a, func() int64 { return clock })
+			c, _ := a.NewCache()
+			var bigs [][]byte
+			for range 16 { // one superblock each, all released past Retain
+				b, err := c.Alloc(spec.MaxSmall + 1)
+				must(t, err)
+				b[0] = 1
+				bigs = append(bigs, b)
+			}
+			for _, b := range bigs {
+				must(t, c.Free(b))
+			}
+			w0 := impl.PoolWalks(a)
+			for range 1000 {
+				b, err := c.Alloc(spec.MaxSmall + 1)
+				must(t, err)
+				b[0] = 1
+				must(t, c.Free(b))
+			}
+			if w := impl.PoolWalks(a) - w0; w > 1 {
+				t.Fatalf("1000 releases within a decay of %v walked the pool %d times", decay, w)
+			}
+			clock += int64(2 * time.Hour)
+			b, _ := c.Alloc(spec.MaxSmall + 1)
+			must(t, c.Free(b)) // with an hour's decay, this release finds superblocks that waited it
+			s := a.Stats()
+			if decay == math.MaxInt64 {
+				if s.Committed-s.InUse < 16*spec.SuperblockSize {
+					t.Fatalf("with Decay the largest Duration the pool keeps %d bytes committed, want the 16 superblocks released", s.Committed-s.InUse)
+				}
+				return
+			}
+			if s.Committed-s.InUse > retain/2+spec.SuperblockSize {
+				t.Fatalf("after the decay the pool keeps %d bytes committed, Retain is %d", s.Committed-s.InUse, retain)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,6 @@ package impl_test
 
 import (
 	"errors"
-	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,41 +80,4 @@ func TestHeapBackendHugeReserveIsAnError(t *testing.T) {
 		return
 	}
 	must(t, a.Close())
-}
-
-// TestDecayForeverWalksOncePerDecay (MEM-ACCOUNT: a release walks the pool
-// only once something in it can have waited the decay, decayNext): any
-// positive Options.Decay is valid, and the largest Duration says "past
-// Retain, keep it for good". decayNext was now+Decay, which wrapped to a
-// negative instant, so every release past Retain walked the whole pool, as
-// if everything in it had waited the decay (the cost TestDecayWalksOncePerDecay
-// guards against: xmalloc-test lost three quarters of its throughput).
-func TestDecayForeverWalksOncePerDecay(t *testing.T) {
-	const retain = 4 * spec.SuperblockSize
-	a, err := impl.New(impl.Options{Reserve: 64 << 20, Retain: retain, Decay: math.MaxInt64})
-	must(t, err)
-	defer a.Close()
-	c := mustCache(t, a)
-	var bigs [][]byte
-	for range 16 { // one superblock each, all released past Retain
-		b := allocN(t, c, spec.MaxSmall+1)
-		b[0] = 1
-		bigs = append(bigs, b)
-	}
-	for _, b := range bigs {
-		must(t, c.Free(b))
-	}
-	w0 := impl.PoolWalks(a)
-	for range 1000 {
-		b := allocN(t, c, spec.MaxSmall+1)
-		b[0] = 1
-		must(t, c.Free(b))
-	}
-	if w := impl.PoolWalks(a) - w0; w > 1 {
-		t.Fatalf("with Decay the largest Duration, 1000 releases walked the pool %d times", w)
-	}
-	// And nothing decayed: it has not waited 292 years.
-	if s := a.Stats(); s.Committed-s.InUse < 16*spec.SuperblockSize {
-		t.Fatalf("with Decay the largest Duration the pool keeps %d bytes committed, want the 16 superblocks released", s.Committed-s.InUse)
-	}
 }
