@@ -37,8 +37,10 @@ func heapQuarantineOfOne(t *testing.T, debug bool, reports *[]error) (*impl.Allo
 // object: x (allocated in allocHere) is freed, pushed out of the quarantine by
 // the free of y, and written at byte 5 while pooled; the next guarded
 // allocation takes x's superblock and reports the write with allocHere's
-// stack. Slip: allocGuarded verifies the poison with the new allocation's
-// site.
+// stack, as a 64-byte object of the 64-byte class. Slips: allocGuarded
+// verifies the poison with the new allocation's site; it verifies through
+// the large objects' check, which named a 64-byte object of class
+// spec.Large (review23: guardedwaflarge).
 func TestGuardedAllocNamesFreedObjectsSite(t *testing.T) {
 	var reports []error
 	_, c := heapQuarantineOfOne(t, true, &reports)
@@ -59,6 +61,9 @@ func TestGuardedAllocNamesFreedObjectsSite(t *testing.T) {
 	}
 	if !strings.Contains(waf.Site, "impl_test.allocHere") {
 		t.Errorf("the report names the site\n%s\nnot allocHere, where the freed object was allocated", waf.Site)
+	}
+	if k := spec.SizeToClass(64); waf.Size != 64 || waf.Class != k {
+		t.Errorf("the report names a %d-byte object of class %d, want a 64-byte one of class %d", waf.Size, waf.Class, k)
 	}
 	must(t, c.Free(z))
 }

@@ -234,6 +234,9 @@ func (a *Allocator) takeDirtyRun(i, m uint32, each bool) (dirty bool, dirtySB []
 // earlier object's head named that object, which the memory had stopped
 // being (TestDebugWAFAtFormerTailNamesNoOldSite). Under a.mu.
 func (a *Allocator) stampSite(i, m uint32, site uint32) {
+	if !a.debug && !a.guard.on {
+		return // no site is ever recorded: every header's is 0 already
+	}
 	for j := i; j < i+m; j++ {
 		a.header(j).site = site
 	}
@@ -424,7 +427,7 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 // not be the one that held the first (DEBUG-POISON;
 // TestDebugWAFInLargeRunNamesSiteOfItsSuperblock). The report names b as
 // an object of class k: spec.Large, or a guarded small object's class
-// (allocGuarded; TestGuardedAllocWAFNamesItsClass).
+// (allocGuarded; TestGuardedAllocNamesFreedObjectsSite).
 func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32, k int) {
 	for j, d := range dirty {
 		var site uint32

@@ -143,38 +143,6 @@ func TestGuardHeapDebugWAFReportedOnce(t *testing.T) {
 	must(t, c.Free(z))
 }
 
-// TestGuardedAllocWAFNamesItsClass (DEBUG-POISON, GUARD-FAULT: a
-// WriteAfterFreeError names the object, its usable size and its class, or
-// spec.Large for a large object): a guarded small allocation that finds the
-// poison of its superblock written reports its own class with its size, not
-// spec.Large. Go-heap backend, debug mode, every small allocation guarded, a
-// quarantine of one object: x (64 bytes) is freed, pushed out of the
-// quarantine, and written at byte 5 while pooled; z (64 bytes, guarded)
-// takes x's superblock and reports the write: a 64-byte object of the
-// 64-byte class. Bug (review23): allocGuarded verified through the large
-// objects' check, which reports every write as one into a large object, so
-// the report said a 64-byte object of class spec.Large (guardedwaflarge).
-func TestGuardedAllocWAFNamesItsClass(t *testing.T) {
-	var reports []error
-	_, c := heapQuarantineOfOne(t, true, &reports)
-	x := allocN(t, c, 64)
-	must(t, c.Free(x))
-	must(t, c.Free(allocN(t, c, 64))) // pushes x out of the quarantine
-	x[:cap(x)][5] = 1                 // a write after free, into the pool
-	z := allocN(t, c, 64)
-	if addrOf(z) != addrOf(x) {
-		t.Fatalf("the guarded allocation is at %#x, not on x's superblock at %#x", addrOf(z), addrOf(x))
-	}
-	var we *impl.WriteAfterFreeError
-	if len(reports) != 1 || !errors.As(reports[0], &we) || we.Addr != addrOf(z) || we.Offset != 5 {
-		t.Fatalf("reports %v, want the write at byte 5 of %#x", reports, addrOf(z))
-	}
-	if k := spec.SizeToClass(64); we.Size != 64 || we.Class != k {
-		t.Errorf("the report names a %d-byte object of class %d, want a 64-byte one of class %d", we.Size, we.Class, k)
-	}
-	must(t, c.Free(z))
-}
-
 // TestDebugWAFInCarvedLargeNamesItsSite (DEBUG-POISON: a write after free is
 // reported naming the site that had allocated the object written): a small
 // period carved from the run of a freed large object, written after its free,

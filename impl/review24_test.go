@@ -9,6 +9,20 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
+// shrinkInPlace allocates a 3-superblock object of c and has Realloc shrink
+// it to one (skipping t if it moved): the old slice b and the new one r.
+func shrinkInPlace(t *testing.T, c *impl.Cache) (b, r []byte) {
+	t.Helper()
+	b, err := c.Alloc(3 * spec.SuperblockSize)
+	must(t, err)
+	r, err = c.Realloc(b, spec.SuperblockSize)
+	must(t, err)
+	if addrOf(r) != addrOf(b) {
+		t.Skipf("Realloc(3 superblocks → 1) moved")
+	}
+	return b, r
+}
+
 // TestGuardShrinkInPlaceTailFaults (GUARD-FAULT): a large object shrunk in
 // place by Realloc gives the superblocks past its new size back; in guard
 // mode they are freed memory of a guarded object, and a read or write of
@@ -18,13 +32,7 @@ func TestGuardShrinkInPlaceTailFaults(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{})
 	needProtect(t, a)
 	c := mustCache(t, a)
-	b, err := c.Alloc(3 * spec.SuperblockSize)
-	must(t, err)
-	r, err := c.Realloc(b, spec.SuperblockSize)
-	must(t, err)
-	if addrOf(r) != addrOf(b) {
-		t.Skipf("Realloc(3 superblocks → 1) moved")
-	}
+	b, r := shrinkInPlace(t, c)
 	r[len(r)-1] = 1
 	for _, i := range []int{spec.SuperblockSize, 3*spec.SuperblockSize - 1} {
 		if e := touch(a, b, i, false); e == nil {
@@ -46,13 +54,7 @@ func TestGuardHeapShrinkTailWriteReported(t *testing.T) {
 	must(t, err)
 	defer a.Close()
 	c := mustCache(t, a)
-	b, err := c.Alloc(3 * spec.SuperblockSize)
-	must(t, err)
-	r, err := c.Realloc(b, spec.SuperblockSize)
-	must(t, err)
-	if addrOf(r) != addrOf(b) {
-		t.Skipf("Realloc(3 superblocks → 1) moved")
-	}
+	b, r := shrinkInPlace(t, c)
 	if s := a.Stats(); s.Guard.Quarantined != 1 || s.Guard.QuarantinedBytes != 2*spec.SuperblockSize {
 		t.Fatalf("after the shrink: %d objects, %d bytes in quarantine, want the 2 superblocks given back", s.Guard.Quarantined, s.Guard.QuarantinedBytes)
 	}
