@@ -85,6 +85,7 @@ func TestOOMFlushForwardsOrphanOnStack(t *testing.T) {
 	allocN(t, d, spec.SuperblockSize)                      // the other superblock: the pool is empty
 	x := objs[3]
 	unlock := impl.HoldCentralLock(a)
+	defer unlock()
 	done := make(chan error, 1)
 	var got []byte
 	go func() {
@@ -94,7 +95,6 @@ func TestOOMFlushForwardsOrphanOnStack(t *testing.T) {
 	}()
 	waitInFunction(t, "(*Allocator).acquire", done)
 	if err := d.Free(x); err != nil { // remote: c still owns S
-		unlock()
 		t.Fatalf("remote free of x: %v", err)
 	}
 	unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/spec"
@@ -180,10 +181,12 @@ func FrontHomeCount(a *Allocator, s int) int {
 
 // HoldCentralLock takes a's central lock and returns the function that gives
 // it back, so that a test can stop a call at its next locked step (a Close
-// whose flush drains the orphans) and act while it waits there.
+// whose flush drains the orphans) and act while it waits there. unlock may
+// be called again (a test defers it too), so that a test failing while it
+// holds the lock ends instead of hanging its deferred Close.
 func HoldCentralLock(a *Allocator) (unlock func()) {
 	a.mu.Lock()
-	return a.mu.Unlock
+	return sync.OnceFunc(a.mu.Unlock)
 }
 
 // RefuseRestore makes a's backend refuse to make protected memory accessible

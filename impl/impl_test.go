@@ -196,16 +196,28 @@ func TestUseAfterClose(t *testing.T) {
 		t.Fatalf("Close with a large object live: %v, want ErrLeaked", err)
 	}
 	// A write into the released reservation faults: made an error here, so
-	// that the test fails rather than the process.
-	noFault := func(f func() ([]byte, error)) (err error) {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("panicked: %v", r)
-			}
+	// that the test fails rather than the process. A call that does not
+	// return (a resize spinning on a header of the released reservation)
+	// fails the test after 3 s rather than the watchdog's minute.
+	noFault := func(f func() ([]byte, error)) error {
+		done := make(chan error, 1)
+		go func() {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					done <- fmt.Errorf("panicked: %v", r)
+				}
+			}()
+			_, err := f()
+			done <- err
 		}()
-		_, err = f()
-		return err
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(3 * time.Second):
+			t.Fatal("a Realloc after Close did not return in 3 s, want ErrClosed")
+			return nil
+		}
 	}
 	for name, err := range map[string]error{
 		"Cache.Realloc grow":       noFault(func() ([]byte, error) { return c.Realloc(big, 3*spec.SuperblockSize) }),

@@ -15,12 +15,12 @@ import (
 func closeWithLateRemoteFrees(t *testing.T, a *impl.Allocator, q, d *impl.Cache, objs ...[]byte) {
 	t.Helper()
 	unlock := impl.HoldCentralLock(a)
+	defer unlock()
 	done := make(chan error, 1)
 	go func() { done <- q.Close() }()
 	waitInFunction(t, "(*Allocator).drainOrphans", done)
 	for _, x := range objs {
 		if err := d.Free(x); err != nil {
-			unlock()
 			t.Fatalf("remote free of %#x: %v", addrOf(x), err)
 		}
 	}
