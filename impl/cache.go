@@ -547,7 +547,9 @@ func (c *Cache) freeRead(off uintptr) error {
 func (c *Cache) countMiss() {
 	if c.misses++; c.misses == missBatch { // not a locked add on every miss
 		c.ev.sbcFills.Add(missBatch - uint64(b2i(mutant.MissBatchShort)))
-		c.misses = 0
+		if !mutant.MissNoReset { // STATS-EXACT: else the batch is published again at the flush
+			c.misses = 0
+		}
 	}
 }
 
@@ -796,7 +798,10 @@ func (c *Cache) takeGroup(k int) bool {
 	}
 	// Collect the group's remote frees first: a pending bit on a free object
 	// is a double free, and must not survive into the held group.
-	c.publishFrees(k, c.a.collectWord(c, cc, sb, rs, int(g)))
+	n := c.a.collectWord(c, cc, sb, rs, int(g))
+	if !mutant.TakeGroupUnpublished { // STATS-EXACT
+		c.publishFrees(k, n)
+	}
 	c.take(k, rs, g)
 	if checks {
 		c.checkLead(k)

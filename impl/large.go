@@ -190,7 +190,11 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 		return nil
 	}
 	if a.debug {
-		poison(unsafe.Slice((*byte)(a.sbAddr(head)), uintptr(m)<<spec.SuperblockShift))
+		n := uintptr(m) << spec.SuperblockShift
+		if mutant.LargeFreePoisonUsable { // DEBUG-POISON: the run past the usable bytes keeps what it held
+			n = uintptr(head.usable)
+		}
+		poison(unsafe.Slice((*byte)(a.sbAddr(head)), n))
 	}
 	a.poolRun(head.idx, m, largeMark)
 	return nil

@@ -118,12 +118,16 @@ func (sb *superblock) groups() int { return len(sb.free) }
 func (sb *superblock) initSmall(k int, debug bool) {
 	n := spec.ClassObjects(k)
 	g := (n + 31) / 32
-	if cap(sb.free) >= g {
+	reused := cap(sb.free) >= g
+	if reused {
 		sb.free = sb.free[:g]
 	} else {
 		sb.free = make([]uint32, g)
 	}
 	for i := range sb.free {
+		if mutant.InitSmallStaleBits && reused { // CONSERVE: a reused bitmap keeps the last layout's bits
+			break
+		}
 		sb.free[i] = ^uint32(0)
 	}
 	if n%32 != 0 {

@@ -498,6 +498,10 @@ const (
 	GuardedWAFLarge         = false
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
+	MissNoReset             = false
+	TakeGroupUnpublished    = false
+	InitSmallStaleBits      = false
+	LargeFreePoisonUsable   = false
 )
 
 func Drop() bool { return false }

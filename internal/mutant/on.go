@@ -515,6 +515,10 @@ var (
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
+	MissNoReset             = on("missnoreset")
+	TakeGroupUnpublished    = on("takegroupunpublished")
+	InitSmallStaleBits      = on("initsmallstalebits")
+	LargeFreePoisonUsable   = on("largefreepoisonusable")
 )
 
 var remoteFrees atomic.Uint64
