@@ -515,6 +515,7 @@ var (
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
+	LeaksAfterClose         = on("leaksafterclose")
 )
 
 var remoteFrees atomic.Uint64
