@@ -260,6 +260,28 @@ func TestBadFree(t *testing.T) {
 			if !strings.Contains(rec.String(), "2 bad frees") {
 				t.Errorf("AssertNoLeaks did not report the bad frees: %q", rec.String())
 			}
+			// A Reallocate of the released buffer is a bad free too: in Debug
+			// it panics having kept nothing (review25: the new buffer it had
+			// allocated before the free of b was refused stayed live, counted
+			// in Bytes and Objects, and Close said ErrLeaked).
+			errs = nil
+			var r []byte
+			p := func() (panicked error) {
+				defer func() {
+					if r := recover(); r != nil {
+						panicked = r.(error)
+					}
+				}()
+				r = m.Reallocate(300, b)
+				return nil
+			}()
+			if len(errs) != 1 || !errors.Is(errs[0], impl.ErrDoubleFree) || debug != (p != nil) || p != nil && !errors.Is(p, impl.ErrDoubleFree) {
+				t.Errorf("debug=%v: Reallocate of a released buffer: OnError got %v, panicked with %v", debug, errs, p)
+			}
+			m.Free(r)
+			if s := m.Stats(); s.BadFrees != 3 || s.Objects != 1 || s.Bytes != 256 || s.Allocs != s.Frees+1 {
+				t.Errorf("debug=%v: after a bad Reallocate: %+v", debug, s)
+			}
 			m.Free(keep)
 		})
 	}
