@@ -133,7 +133,8 @@ func capacity(n int) int {
 // stays in place when b's object holds size bytes and is at most twice the
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
 // pin a much larger object); otherwise it allocates, copies and frees b (a b
-// that is not this Allocator's is copied, then reported as a bad free).
+// that is not this Allocator's is copied, then reported as a bad free; in
+// Debug mode that panics, with the new buffer freed again: nothing leaks).
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
@@ -155,7 +156,15 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	}
 	nb := m.Allocate(size)
 	copy(nb, b)
-	m.Free(b)
+	if err := m.free(b); err != nil {
+		if m.debug {
+			// badFree panics: the caller never gets nb, so it goes back
+			// first, or it would stay live for good (a bad Reallocate
+			// changes nothing).
+			m.Free(nb)
+		}
+		m.badFree(err)
+	}
 	return nb
 }
 
@@ -212,18 +221,25 @@ func (m *Allocator) badFree(err error) {
 // included) is freed whole. A bad free is reported (see the package comment)
 // and changes nothing.
 func (m *Allocator) Free(b []byte) {
+	if err := m.free(b); err != nil {
+		m.badFree(err)
+	}
+}
+
+// free is Free, returning a bad free's error instead of reporting it.
+func (m *Allocator) free(b []byte) error {
 	if cap(b) == 0 {
-		return
+		return nil
 	}
 	if err := m.a.Free(b); err != nil {
-		m.badFree(fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", cap(b), err))
-		return
+		return fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", cap(b), err)
 	}
 	m.frees.Add(1)
 	m.objects.Add(-1)
 	// Every buffer leaves Allocate and Reallocate with cap == its size, and
 	// reslicing keeps the cap: the size to debit even when len was cut.
 	m.grow(-int64(cap(b)))
+	return nil
 }
 
 // Close releases the reservation. It fails with impl.ErrLeaked, after
