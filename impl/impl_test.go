@@ -113,6 +113,10 @@ func TestBadInput(t *testing.T) {
 		if !errors.Is(h.LastErr, tc.want) {
 			t.Errorf("%s: Alloc(%d, %d) = %v, want %v", tc.name, tc.n, tc.align, h.LastErr, tc.want)
 		}
+		// The message names the request (review25: ErrTooLarge came bare).
+		if h.LastErr != nil && !strings.Contains(h.LastErr.Error(), fmt.Sprint(tc.n)) {
+			t.Errorf("%s: Alloc(%d, %d) = %q, which does not name the size", tc.name, tc.n, tc.align, h.LastErr)
+		}
 	}
 	obj := h.Object(x)
 	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
@@ -489,6 +493,10 @@ func TestOutOfMemoryRecovers(t *testing.T) {
 	for i := 0; ; i++ {
 		must(t, h.Alloc(ids[i%2], 3000, 1)) // the harness runs CheckOOM on failure
 		if errors.Is(h.LastErr, impl.ErrOutOfMemory) {
+			// The message names the request (review25: a small one's came bare).
+			if !strings.Contains(h.LastErr.Error(), "3000 bytes") {
+				t.Errorf("small out of memory: %q does not name the request", h.LastErr)
+			}
 			break
 		}
 		n++
