@@ -513,5 +513,6 @@ var All = []Mutant{
 	{"guardedwaflarge", "DEBUG-POISON", "Options.Guard", "a guarded small allocation that finds its superblock's poison written reports a write after free into an object of class spec.Large, with the small object's size (review23)"},
 	{"carvedsiteunnamed", "DEBUG-POISON", "Options.Debug", "a small period carved from a freed large or guarded object's dirty memory drops that object's site: a write after free into it, found as an object of the new layout not handed out yet is verified, names no site (review23)"},
 	{"guardshrinkpooled", "GUARD-FAULT", "Cache.Realloc", "in guard mode a large object shrunk in place gives the superblocks past its new size straight back to the pool, unprotected: an access through the slice Realloc was given, past the new object, does not fault, and the memory can be handed out again at once (review24)"},
+	{"toolargebare", "REFINES", "Cache.Alloc", "ErrTooLarge, and a small request's ErrOutOfMemory, come bare, naming neither the size asked nor the limit (review25)"},
 	{"leaksafterclose", "EMPTY", "Allocator.Leaks", "after Allocator.Close, Leaks (and CheckLeaks, which a test's cleanup runs after its deferred Close) reads the state Close marked: every remote word pending, so every small object looks not live and only large ones are listed (review25)"},
 }

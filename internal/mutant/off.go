@@ -499,6 +499,7 @@ const (
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
 	LeaksAfterClose         = false
+	TooLargeBare            = false
 )
 
 func Drop() bool { return false }

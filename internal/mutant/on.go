@@ -516,6 +516,7 @@ var (
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
 	LeaksAfterClose         = on("leaksafterclose")
+	TooLargeBare            = on("toolargebare")
 )
 
 var remoteFrees atomic.Uint64
