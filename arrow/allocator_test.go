@@ -219,7 +219,13 @@ func TestBadFree(t *testing.T) {
 	for _, debug := range []bool{false, true} {
 		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
 			var errs []error
-			m, err := New(impl.Options{Reserve: 64 << 20, Debug: debug, OnError: func(err error) { errs = append(errs, err) }})
+			explode := false // OnError panics (as t.Fatal ends the goroutine)
+			m, err := New(impl.Options{Reserve: 64 << 20, Debug: debug, OnError: func(err error) {
+				errs = append(errs, err)
+				if explode {
+					panic(err)
+				}
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,6 +287,17 @@ func TestBadFree(t *testing.T) {
 			m.Free(r)
 			if s := m.Stats(); s.BadFrees != 3 || s.Objects != 1 || s.Bytes != 256 || s.Allocs != s.Frees+1 {
 				t.Errorf("debug=%v: after a bad Reallocate: %+v", debug, s)
+			}
+			// The same when OnError panics, in either mode (impl frees what
+			// an allocating call stopped by OnError would have returned).
+			explode, r = true, nil
+			func() {
+				defer func() { recover() }()
+				r = m.Reallocate(300, b)
+			}()
+			explode = false
+			if s := m.Stats(); r != nil || s.BadFrees != 4 || s.Objects != 1 || s.Bytes != 256 || s.Allocs != s.Frees+1 {
+				t.Errorf("debug=%v: after a bad Reallocate whose OnError panicked: %+v", debug, s)
 			}
 			m.Free(keep)
 		})
