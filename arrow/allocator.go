@@ -134,7 +134,8 @@ func capacity(n int) int {
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
 // pin a much larger object); otherwise it allocates, copies and frees b (a b
 // that is not this Allocator's is copied, then reported as a bad free; in
-// Debug mode that panics, with the new buffer freed again: nothing leaks).
+// Debug mode that panics, and so may OnError: the new buffer is then freed
+// again, nothing leaks).
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
@@ -157,13 +158,17 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	nb := m.Allocate(size)
 	copy(nb, b)
 	if err := m.free(b); err != nil {
-		if m.debug {
-			// badFree panics: the caller never gets nb, so it goes back
-			// first, or it would stay live for good (a bad Reallocate
-			// changes nothing).
-			m.Free(nb)
-		}
+		// badFree panics in Debug mode, and OnError may panic (or end the
+		// goroutine): the caller then never gets nb, so it goes back, or it
+		// would stay live for good (a bad Reallocate changes nothing).
+		reported := false
+		defer func() {
+			if !reported {
+				m.Free(nb)
+			}
+		}()
 		m.badFree(err)
+		reported = true
 	}
 	return nb
 }
