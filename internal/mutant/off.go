@@ -499,6 +499,8 @@ const (
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
 	LeaksAfterClose         = false
+	ReallocForeignAllocs    = false
+	ModelForeignAllocs      = false
 	TooLargeBare            = false
 )
 

@@ -516,6 +516,8 @@ var (
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
 	LeaksAfterClose         = on("leaksafterclose")
+	ReallocForeignAllocs    = on("reallocforeignallocs")
+	ModelForeignAllocs      = on("modelforeignallocs")
 	TooLargeBare            = on("toolargebare")
 )
 
