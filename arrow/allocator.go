@@ -128,7 +128,8 @@ func capacity(n int) int {
 	return spec.Usable(n, alignment)
 }
 
-// Reallocate resizes b, a buffer of this Allocator, to size bytes and returns
+// Reallocate resizes b, a buffer of this Allocator (resliced shorter or not:
+// it is the buffer as allocated that is resized), to size bytes and returns
 // it; the first min(len(b), size) bytes are kept and the rest read zero. It
 // stays in place when b's object holds size bytes and is at most twice the
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
@@ -141,13 +142,15 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
 	}
 	m.reallocs.Add(1)
-	old := len(b)
-	if old > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
+	// len's bytes are kept; cap is the buffer's size as it was allocated,
+	// resliced shorter or not (Free debits it too).
+	old, have := len(b), cap(b)
+	if have > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
 		return m.reallocLarge(size, b)
 	}
-	if c := capacity(old); old > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
+	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
 		m.inPlace.Add(1)
-		m.grow(int64(size - old))
+		m.grow(int64(size - have))
 		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
 		if size > old {
 			// Arrow may have written there before a shrink.
@@ -179,25 +182,25 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 // doubling its buffer rarely copies; large objects start superblocks, so the
 // 64-byte alignment holds either way.
 func (m *Allocator) reallocLarge(size int, b []byte) []byte {
-	old := len(b)
-	r, err := m.a.Realloc(unsafe.Slice(unsafe.SliceData(b), capacity(old))[:old], size)
+	old, have := len(b), cap(b)
+	r, err := m.a.Realloc(unsafe.Slice(unsafe.SliceData(b), capacity(have))[:old], size)
 	if err != nil {
 		if errors.Is(err, impl.ErrDoubleFree) || errors.Is(err, impl.ErrInvalidPointer) {
-			m.badFree(fmt.Errorf("refarrow: Reallocate of a %d-byte buffer: %w", old, err))
+			m.badFree(fmt.Errorf("refarrow: Reallocate of a %d-byte buffer: %w", have, err))
 			return m.Allocate(size)
 		}
 		panic(fmt.Errorf("refarrow: Reallocate(%d): %w", size, err))
 	}
 	if unsafe.SliceData(r) == unsafe.SliceData(b) {
 		m.inPlace.Add(1)
-		m.grow(int64(size - old))
+		m.grow(int64(size - have))
 	} else {
 		// A move, counted as Reallocate's small moves are: an allocation and
 		// a free, both buffers live for a moment.
 		m.allocs.Add(1)
 		m.frees.Add(1)
 		m.grow(int64(size))
-		m.grow(-int64(old))
+		m.grow(-int64(have))
 	}
 	return r[:size:size]
 }
