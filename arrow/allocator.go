@@ -128,24 +128,29 @@ func capacity(n int) int {
 	return spec.Usable(n, alignment)
 }
 
-// Reallocate resizes b, a buffer of this Allocator, to size bytes and returns
+// Reallocate resizes b, a buffer of this Allocator (resliced shorter or not:
+// it is the buffer as allocated that is resized), to size bytes and returns
 // it; the first min(len(b), size) bytes are kept and the rest read zero. It
 // stays in place when b's object holds size bytes and is at most twice the
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
 // pin a much larger object); otherwise it allocates, copies and frees b (a b
-// that is not this Allocator's is copied, then reported as a bad free).
+// that is not this Allocator's is copied, then reported as a bad free; in
+// Debug mode that panics, and so may OnError: the new buffer is then freed
+// again, nothing leaks).
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
 	}
 	m.reallocs.Add(1)
-	old := len(b)
-	if old > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
+	// len's bytes are kept; cap is the buffer's size as it was allocated,
+	// resliced shorter or not (Free debits it too).
+	old, have := len(b), cap(b)
+	if have > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
 		return m.reallocLarge(size, b)
 	}
-	if c := capacity(old); old > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
+	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
 		m.inPlace.Add(1)
-		m.grow(int64(size - old))
+		m.grow(int64(size - have))
 		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
 		if size > old {
 			// Arrow may have written there before a shrink.
@@ -155,7 +160,19 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	}
 	nb := m.Allocate(size)
 	copy(nb, b)
-	m.Free(b)
+	if err := m.free(b); err != nil {
+		// badFree panics in Debug mode, and OnError may panic (or end the
+		// goroutine): the caller then never gets nb, so it goes back, or it
+		// would stay live for good (a bad Reallocate changes nothing).
+		reported := false
+		defer func() {
+			if !reported {
+				m.Free(nb)
+			}
+		}()
+		m.badFree(err)
+		reported = true
+	}
 	return nb
 }
 
@@ -165,25 +182,25 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 // doubling its buffer rarely copies; large objects start superblocks, so the
 // 64-byte alignment holds either way.
 func (m *Allocator) reallocLarge(size int, b []byte) []byte {
-	old := len(b)
-	r, err := m.a.Realloc(unsafe.Slice(unsafe.SliceData(b), capacity(old))[:old], size)
+	old, have := len(b), cap(b)
+	r, err := m.a.Realloc(unsafe.Slice(unsafe.SliceData(b), capacity(have))[:old], size)
 	if err != nil {
 		if errors.Is(err, impl.ErrDoubleFree) || errors.Is(err, impl.ErrInvalidPointer) {
-			m.badFree(fmt.Errorf("refarrow: Reallocate of a %d-byte buffer: %w", old, err))
+			m.badFree(fmt.Errorf("refarrow: Reallocate of a %d-byte buffer: %w", have, err))
 			return m.Allocate(size)
 		}
 		panic(fmt.Errorf("refarrow: Reallocate(%d): %w", size, err))
 	}
 	if unsafe.SliceData(r) == unsafe.SliceData(b) {
 		m.inPlace.Add(1)
-		m.grow(int64(size - old))
+		m.grow(int64(size - have))
 	} else {
 		// A move, counted as Reallocate's small moves are: an allocation and
 		// a free, both buffers live for a moment.
 		m.allocs.Add(1)
 		m.frees.Add(1)
 		m.grow(int64(size))
-		m.grow(-int64(old))
+		m.grow(-int64(have))
 	}
 	return r[:size:size]
 }
@@ -212,18 +229,25 @@ func (m *Allocator) badFree(err error) {
 // included) is freed whole. A bad free is reported (see the package comment)
 // and changes nothing.
 func (m *Allocator) Free(b []byte) {
+	if err := m.free(b); err != nil {
+		m.badFree(err)
+	}
+}
+
+// free is Free, returning a bad free's error instead of reporting it.
+func (m *Allocator) free(b []byte) error {
 	if cap(b) == 0 {
-		return
+		return nil
 	}
 	if err := m.a.Free(b); err != nil {
-		m.badFree(fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", cap(b), err))
-		return
+		return fmt.Errorf("refarrow: Free of a %d-byte buffer: %w", cap(b), err)
 	}
 	m.frees.Add(1)
 	m.objects.Add(-1)
 	// Every buffer leaves Allocate and Reallocate with cap == its size, and
 	// reslicing keeps the cap: the size to debit even when len was cut.
 	m.grow(-int64(cap(b)))
+	return nil
 }
 
 // Close releases the reservation. It fails with impl.ErrLeaked, after

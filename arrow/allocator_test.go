@@ -219,7 +219,13 @@ func TestBadFree(t *testing.T) {
 	for _, debug := range []bool{false, true} {
 		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
 			var errs []error
-			m, err := New(impl.Options{Reserve: 64 << 20, Debug: debug, OnError: func(err error) { errs = append(errs, err) }})
+			explode := false // OnError panics (as t.Fatal ends the goroutine)
+			m, err := New(impl.Options{Reserve: 64 << 20, Debug: debug, OnError: func(err error) {
+				errs = append(errs, err)
+				if explode {
+					panic(err)
+				}
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,6 +265,39 @@ func TestBadFree(t *testing.T) {
 			m.AssertNoLeaks(&rec)
 			if !strings.Contains(rec.String(), "2 bad frees") {
 				t.Errorf("AssertNoLeaks did not report the bad frees: %q", rec.String())
+			}
+			// A Reallocate of the released buffer is a bad free too: in Debug
+			// it panics having kept nothing (review25: the new buffer it had
+			// allocated before the free of b was refused stayed live, counted
+			// in Bytes and Objects, and Close said ErrLeaked).
+			errs = nil
+			var r []byte
+			p := func() (panicked error) {
+				defer func() {
+					if r := recover(); r != nil {
+						panicked = r.(error)
+					}
+				}()
+				r = m.Reallocate(300, b)
+				return nil
+			}()
+			if len(errs) != 1 || !errors.Is(errs[0], impl.ErrDoubleFree) || debug != (p != nil) || p != nil && !errors.Is(p, impl.ErrDoubleFree) {
+				t.Errorf("debug=%v: Reallocate of a released buffer: OnError got %v, panicked with %v", debug, errs, p)
+			}
+			m.Free(r)
+			if s := m.Stats(); s.BadFrees != 3 || s.Objects != 1 || s.Bytes != 256 || s.Allocs != s.Frees+1 {
+				t.Errorf("debug=%v: after a bad Reallocate: %+v", debug, s)
+			}
+			// The same when OnError panics, in either mode (impl frees what
+			// an allocating call stopped by OnError would have returned).
+			explode, r = true, nil
+			func() {
+				defer func() { recover() }()
+				r = m.Reallocate(300, b)
+			}()
+			explode = false
+			if s := m.Stats(); r != nil || s.BadFrees != 4 || s.Objects != 1 || s.Bytes != 256 || s.Allocs != s.Frees+1 {
+				t.Errorf("debug=%v: after a bad Reallocate whose OnError panicked: %+v", debug, s)
 			}
 			m.Free(keep)
 		})

@@ -152,6 +152,25 @@ func TestFreeResliced(t *testing.T) {
 	if s := m.Stats(); s.Objects != 0 || s.Bytes != 0 || s.Frees != 2 || s.Impl.Large.LiveObjects != 0 {
 		t.Fatalf("after freeing a[:0] and b[:10]: %+v", s)
 	}
+	// Reallocate of a resliced buffer too: it keeps len's bytes, and takes
+	// the buffer as it was allocated (review25: it took len for the buffer's
+	// size, so Bytes kept what the reslice cut off for good, and a 100 KB
+	// buffer resliced to 100 bytes stayed, in place, behind a 100-byte one).
+	for _, c := range []struct{ n, l, size int }{{100, 50, 60}, {100_000, 100, 100}, {100_000, 90_000, 200_000}, {100_000, 0, 10}, {300, 0, 70_000}} {
+		b := m.Allocate(c.n)
+		fill(b, 7)
+		r := m.Reallocate(c.size, b[:c.l])
+		if len(r) != c.size || cap(r) != c.size || !holds(r[:c.l], 7) || !isZero(r[c.l:]) {
+			t.Fatalf("%+v: len %d cap %d, or not len's bytes kept and the rest zero", c, len(r), cap(r))
+		}
+		if s := m.Stats(); s.Bytes != int64(c.size) || c.n > spec.MaxSmall && c.size <= spec.MaxSmall && s.Impl.Large.LiveObjects != 0 {
+			t.Fatalf("%+v: %d bytes, %d large objects live, want %d bytes", c, s.Bytes, s.Impl.Large.LiveObjects, c.size)
+		}
+		m.Free(r)
+	}
+	if s := m.Stats(); s.Objects != 0 || s.Bytes != 0 {
+		t.Fatalf("after the Reallocates of resliced buffers: %+v", s)
+	}
 }
 
 // TestStatsCounts: each counter is its own. Slips: Allocs and Frees swapped;

@@ -398,6 +398,8 @@ type Allocator struct {
 	quar  quarantine // guard mode's quarantine (guard.go), under mu
 
 	reports reports // for OnError, queued until the call that found them is done
+
+	atClose *liveAtClose // what was live at Close, if anything (Leaks)
 }
 
 // reports are what OnError is to be told: a bad free found late, a write after
@@ -1165,7 +1167,11 @@ func (a *Allocator) Close() error {
 	if a.closed.Swap(true) {
 		return ErrClosed
 	}
-	live := a.liveObjects()
+	s := a.snapshot()
+	live := liveObjects(s)
+	if live > 0 { // EMPTY: what Leaks lists from now on
+		a.atClose = &liveAtClose{s: s, held: heldGroups(a.openCaches())}
+	}
 	if err := a.releaseAll(); err != nil {
 		return fmt.Errorf("refalloc: releasing the reservation: %w", err)
 	}
@@ -1226,10 +1232,9 @@ func (a *Allocator) markAllPending() {
 	}
 }
 
-// liveObjects counts live objects from the internal state (quiescent callers), for
-// the leak report of Close (EMPTY).
-func (a *Allocator) liveObjects() int {
-	s := a.snapshot()
+// liveObjects counts the live objects of s, a snapshot of a quiescent
+// Allocator, for the leak report of Close (EMPTY).
+func liveObjects(s *Snapshot) int {
 	n := 0
 	for i := range s.Superblocks {
 		n += s.Superblocks[i].Live

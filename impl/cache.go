@@ -296,7 +296,7 @@ func (c *Cache) refillAlloc(n, k int) ([]byte, error) {
 				}
 			}
 			if err := c.refill(k); err != nil {
-				return nil, err
+				return nil, errNoRoom(err, n, k)
 			}
 		}
 		rw := cc.rw
@@ -334,7 +334,7 @@ func (c *Cache) allocLargeOr(n, align int, reserve bool) ([]byte, error) {
 	case n < 0 || !spec.ValidAlign(align):
 		return nil, errSize(n, align)
 	case n > spec.MaxAlloc || uintptr(n) > c.a.size:
-		return nil, ErrTooLarge
+		return nil, errTooLarge(n, c.a.size)
 	}
 	if k := spec.AlignedClass(n, align); k != spec.Large {
 		return c.allocSlow(n, k)

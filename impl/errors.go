@@ -52,6 +52,23 @@ func errInvalid(addr uintptr, class int) error {
 	return &FreeError{Err: ErrInvalidPointer, Addr: addr, Class: class, Rule: spec.RuleFreeInvalid}
 }
 
+// errTooLarge: n is more than the reservation could ever hold (every
+// reservation is at most spec.MaxAlloc).
+func errTooLarge(n int, reserve uintptr) error {
+	if mutant.TooLargeBare {
+		return ErrTooLarge
+	}
+	return fmt.Errorf("%w: %d bytes, more than the reservation's %d", ErrTooLarge, n, reserve)
+}
+
+// errNoRoom is refill's ErrOutOfMemory for a request of n bytes of class k.
+func errNoRoom(err error, n, k int) error {
+	if mutant.TooLargeBare {
+		return err
+	}
+	return fmt.Errorf("%w: no free object or superblock for %d bytes (class %d, %d-byte objects)", err, n, k, spec.ClassSize(k))
+}
+
 func errSize(n, align int) error {
 	return fmt.Errorf("%w: size %d, alignment %d", ErrInvalidSize, n, align)
 }

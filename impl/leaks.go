@@ -31,10 +31,27 @@ func (l Leak) String() string {
 // for later are not live). In debug mode each comes with its allocation site,
 // and in guard mode each guarded one.
 // Call it at a quiescent point, like Snapshot.
+// After Close it lists what was live at Close (EMPTY): Close marks every
+// remote word pending (markAllPending), which would hide every small object.
 func (a *Allocator) Leaks() []Leak {
+	if a.closed.Load() && !mutant.LeaksAfterClose {
+		if l := a.atClose; l != nil {
+			return a.leaksOf(l.s, l.held)
+		}
+		return nil
+	}
+	return a.leaksOf(a.snapshot(), heldGroups(a.openCaches()))
+}
+
+// liveAtClose is the state Leaks lists after Close: a snapshot taken before
+// the remote words were marked, and the held groups then.
+type liveAtClose struct {
+	s    *Snapshot
+	held map[*superblock]*classCache
+}
+
+func (a *Allocator) leaksOf(s *Snapshot, held map[*superblock]*classCache) []Leak {
 	var out []Leak
-	s := a.snapshot()
-	held := heldGroups(a.openCaches())
 	a.lock()
 	defer a.mu.Unlock()
 	for _, st := range s.Superblocks {

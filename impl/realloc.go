@@ -24,7 +24,9 @@ import (
 //
 // If Realloc fails — ErrInvalidSize, ErrTooLarge, ErrOutOfMemory, ErrClosed, or
 // b is not a live object (ErrInvalidPointer, ErrDoubleFree) — b is untouched
-// and, if it was live, still is.
+// and, if it was live, still is. A b outside the reservation is refused
+// before anything is allocated; one inside it that is not live is found so
+// as the move frees it (its Alloc may fail first, ErrOutOfMemory).
 func (c *Cache) Realloc(b []byte, n int) ([]byte, error) {
 	r, err := c.realloc(b, n)
 	if moved(r, b) {
@@ -50,6 +52,20 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 	keep := min(len(b), n)
 	if r, ok := c.resize(b, n, keep); ok {
 		return r, nil
+	}
+	if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p-c.a.base >= c.a.size && !mutant.ReallocForeignAllocs {
+		// FREE-INVALID: never an object of this Allocator: refused as its
+		// free is, before anything is allocated (a full reservation would
+		// say ErrOutOfMemory, and in guard mode the new object, freed
+		// again, would push a freed one out of the quarantine). What the
+		// model refuses before it looks at b comes first (ReallocRefusal).
+		switch {
+		case c.closed || c.a.closed.Load():
+			return nil, ErrClosed
+		case n > spec.MaxAlloc || uintptr(n) > c.a.size:
+			return nil, errTooLarge(n, c.a.size)
+		}
+		return nil, c.reject(errInvalid(p, -1))
 	}
 	// A large new object, or in guard mode a guarded small one, stays
 	// reserved until this call returns it: a stale free of its address

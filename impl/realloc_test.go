@@ -185,3 +185,55 @@ func TestLargeReallocInPlace(t *testing.T) {
 	}
 	must(t, h.FreeAll())
 }
+
+// TestReallocForeignRefusedFirst (FREE-INVALID): a Realloc of a slice that
+// is not in the reservation (the Go heap, another Allocator) is refused as
+// its free is, ErrInvalidPointer, before it allocates anything (review25: it
+// allocated first, so a full reservation said ErrOutOfMemory and counted no
+// invalid free, and in guard mode the new object it freed again went to the
+// quarantine, pushing a freed object out of it).
+func TestReallocForeignRefusedFirst(t *testing.T) {
+	other, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	must(t, err)
+	defer other.Close()
+	foreign, err := other.Alloc(100)
+	must(t, err)
+	a, err := impl.New(impl.Options{Reserve: 8 * spec.SuperblockSize,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	x, err := c.Alloc(100)
+	must(t, err)
+	must(t, c.Free(x)) // quarantined; the bound is one object
+	for _, n := range []int{100, 100_000} {
+		for _, b := range [][]byte{make([]byte, 100), foreign} {
+			if _, err := c.Realloc(b, n); !errors.Is(err, impl.ErrInvalidPointer) {
+				t.Fatalf("Cache.Realloc(foreign, %d): %v, want ErrInvalidPointer", n, err)
+			}
+			if _, err := a.Realloc(b, n); !errors.Is(err, impl.ErrInvalidPointer) {
+				t.Fatalf("Allocator.Realloc(foreign, %d): %v, want ErrInvalidPointer", n, err)
+			}
+		}
+	}
+	if s := a.Stats(); s.InvalidFrees != 8 || s.Guard.Released != 0 || s.Guard.Allocs != 1 || s.Large.Allocs != 0 {
+		t.Fatalf("after 8 refused Reallocs: %d invalid frees, %d guarded allocations, %d large, %d released from the quarantine",
+			s.InvalidFrees, s.Guard.Allocs, s.Large.Allocs, s.Guard.Released)
+	}
+	// A full reservation does not change the answer.
+	var keep [][]byte
+	for {
+		b, err := c.Alloc(100_000)
+		if err != nil {
+			break
+		}
+		keep = append(keep, b)
+	}
+	if _, err := c.Realloc(foreign, 100_000); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("Realloc(foreign) at out of memory: %v, want ErrInvalidPointer", err)
+	}
+	for _, b := range keep {
+		must(t, c.Free(b))
+	}
+	must(t, other.Free(foreign))
+}

@@ -40,7 +40,9 @@ func (m *Model) ReallocRefusal(id, n int) Kind {
 //   - Otherwise it moves: Alloc(n) (natural alignment: capacity UsableSize(n, 1)),
 //     copy, Free(b). That is one allocation of n's class and one free of b's.
 //     Running out of memory leaves b untouched and still live.
-//   - A b that is not live is never resized: the move's Alloc(n) happens (and
+//   - A b outside the reservation (the Go heap, another Allocator) is
+//     ErrInvalidPointer at once: nothing is allocated (FREE-INVALID).
+//   - Any other b that is not live is never resized: the move's Alloc(n) happens (and
 //     may fail as above), then the free of b is refused as Free judges it
 //     (FREE-DOUBLE, FREE-INVALID) and the new object is freed again — one
 //     allocation and one free of n's class — or, a remote free that cannot see
@@ -75,6 +77,11 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 		return violation(spec.RuleRefines, "Realloc(%#x, %d) of a large object of %d bytes returned %v at %#x, want it in place (it does not grow)", old, n, o.Usable, got, addr)
 	}
 	if got == OutOfMemory {
+		if m.foreign(old) && !mutant.ModelForeignAllocs {
+			// FREE-INVALID: refused before the move's Alloc, so never for
+			// want of memory.
+			return violation(spec.RuleFreeInvalid, "Realloc(%#x, %d) of a slice outside the reservation returned %v, want %v", old, n, got, InvalidPointer)
+		}
 		return nil // the allocator's call (OOM-REAL: invariants); b is untouched
 	}
 	if live {
@@ -95,7 +102,9 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 		if got == InvalidPointer {
 			m.invalid++
 		}
-		m.RefusedRealloc(n)
+		if !m.foreign(old) || mutant.ModelForeignAllocs {
+			m.RefusedRealloc(n)
+		}
 		return nil
 	case got == OK && free == DoubleFree:
 		m.badFrees++
@@ -108,6 +117,9 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 	}
 	return violation(rule, "Realloc(%#x, %d) of an object that is not live returned %v, its free is %v (class %d)", old, n, got, free, class)
 }
+
+// foreign reports whether addr is outside the reservation: no object's.
+func (m *Model) foreign(addr uintptr) bool { return addr-m.base >= m.size }
 
 // moved records the new object of a Realloc that moved: Alloc(n) on cache id.
 func (m *Model) moved(id, n int, addr uintptr, length, capacity int) *Violation {

@@ -57,6 +57,10 @@ func TestReallocRules(t *testing.T) {
 		{"interior: refused", 0, base + 2*4096 + 8, 10, 0, 0, 0, oracle.InvalidPointer, ""},
 		{"interior: not a double free", 0, base + 2*4096 + 8, 10, 0, 0, 0, oracle.DoubleFree, spec.RuleFreeInvalid},
 		{"interior: never accepted", 0, base + 2*4096 + 8, 10, base + 4*4096, 10, 16, oracle.OK, spec.RuleFreeInvalid},
+		// FREE-INVALID: outside the reservation, refused before any Alloc
+		// (review25): never for want of memory, and nothing counted in n's class.
+		{"foreign: refused at once", 0, base + size, 300, 0, 0, 0, oracle.InvalidPointer, ""},
+		{"foreign: never out of memory", 0, base - 64, 300, 0, 0, 0, oracle.OutOfMemory, spec.RuleFreeInvalid},
 	} {
 		v := m.Realloc(tc.id, tc.old, tc.n, tc.addr, tc.length, tc.capacity, tc.got)
 		if (v == nil) != (tc.rule == "") || v != nil && v.Rule != tc.rule {
@@ -81,12 +85,12 @@ func TestReallocRules(t *testing.T) {
 	for _, c := range []struct {
 		n             int
 		allocs, frees uint64
-	}{{8, 1, 0}, {100, 3, 3}, {500, 1, 0}, {16, 2, 1}, {200_000, 2, 1}} {
+	}{{8, 1, 0}, {100, 3, 3}, {500, 1, 0}, {16, 2, 1}, {200_000, 2, 1}, {300, 0, 0}} {
 		if got := m.Counts(oracle.ClassOf(c.n, 1)); got.Allocs != c.allocs || got.Frees != c.frees {
 			t.Errorf("class of %d: %+v, want %d allocs %d frees", c.n, got, c.allocs, c.frees)
 		}
 	}
-	if all, deferred := m.BadFrees(); all != 4 || deferred != 1 {
-		t.Errorf("bad frees %d (%d deferred), want 4 (1)", all, deferred)
+	if all, deferred := m.BadFrees(); all != 5 || deferred != 1 {
+		t.Errorf("bad frees %d (%d deferred), want 5 (1)", all, deferred)
 	}
 }

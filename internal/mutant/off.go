@@ -502,6 +502,10 @@ const (
 	TakeGroupUnpublished    = false
 	InitSmallStaleBits      = false
 	LargeFreePoisonUsable   = false
+	LeaksAfterClose         = false
+	ReallocForeignAllocs    = false
+	ModelForeignAllocs      = false
+	TooLargeBare            = false
 )
 
 func Drop() bool { return false }

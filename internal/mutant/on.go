@@ -519,6 +519,10 @@ var (
 	TakeGroupUnpublished    = on("takegroupunpublished")
 	InitSmallStaleBits      = on("initsmallstalebits")
 	LargeFreePoisonUsable   = on("largefreepoisonusable")
+	LeaksAfterClose         = on("leaksafterclose")
+	ReallocForeignAllocs    = on("reallocforeignallocs")
+	ModelForeignAllocs      = on("modelforeignallocs")
+	TooLargeBare            = on("toolargebare")
 )
 
 var remoteFrees atomic.Uint64
