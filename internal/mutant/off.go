@@ -498,6 +498,7 @@ const (
 	GuardedWAFLarge         = false
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
+	FrontOOMOwnFlush        = false
 )
 
 func Drop() bool { return false }

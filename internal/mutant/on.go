@@ -515,6 +515,7 @@ var (
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
+	FrontOOMOwnFlush        = on("frontoomownflush")
 )
 
 var remoteFrees atomic.Uint64
