@@ -521,4 +521,5 @@ var All = []Mutant{
 	{"reallocforeignallocs", "FREE-INVALID", "Cache.Realloc", "a Realloc of a slice outside the reservation allocates its new object before the free of the slice is refused: at a full reservation it says ErrOutOfMemory, counting no invalid free, and in guard mode the new object it frees again pushes a freed object out of the quarantine (review25)"},
 	{"modelforeignallocs", "FREE-INVALID", "oracle.Model.Realloc", "the model lets a Realloc of a slice outside the reservation allocate and free a new object before refusing it, and say ErrOutOfMemory (review25)"},
 	{"leaksafterclose", "EMPTY", "Allocator.Leaks", "after Allocator.Close, Leaks (and CheckLeaks, which a test's cleanup runs after its deferred Close) reads the state Close marked: every remote word pending, so every small object looks not live and only large ones are listed (review25)"},
+	{"frontoomownflush", "OOM-REAL", "Allocator.Alloc", "an allocation through the Allocator that runs out flushes only the internal cache that served it: the others (other Ps', the shards) keep empty current superblocks, and a program that freed every object gets ErrOutOfMemory (review26)"},
 }

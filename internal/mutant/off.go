@@ -506,6 +506,7 @@ const (
 	ReallocForeignAllocs    = false
 	ModelForeignAllocs      = false
 	TooLargeBare            = false
+	FrontOOMOwnFlush        = false
 )
 
 func Drop() bool { return false }

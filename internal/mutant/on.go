@@ -523,6 +523,7 @@ var (
 	ReallocForeignAllocs    = on("reallocforeignallocs")
 	ModelForeignAllocs      = on("modelforeignallocs")
 	TooLargeBare            = on("toolargebare")
+	FrontOOMOwnFlush        = on("frontoomownflush")
 )
 
 var remoteFrees atomic.Uint64
