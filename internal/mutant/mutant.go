@@ -513,4 +513,5 @@ var All = []Mutant{
 	{"guardedwaflarge", "DEBUG-POISON", "Options.Guard", "a guarded small allocation that finds its superblock's poison written reports a write after free into an object of class spec.Large, with the small object's size (review23)"},
 	{"carvedsiteunnamed", "DEBUG-POISON", "Options.Debug", "a small period carved from a freed large or guarded object's dirty memory drops that object's site: a write after free into it, found as an object of the new layout not handed out yet is verified, names no site (review23)"},
 	{"guardshrinkpooled", "GUARD-FAULT", "Cache.Realloc", "in guard mode a large object shrunk in place gives the superblocks past its new size straight back to the pool, unprotected: an access through the slice Realloc was given, past the new object, does not fault, and the memory can be handed out again at once (review24)"},
+	{"largebytesover", "LARGE-EXACT", "Allocator.Stats", "oracle.Model.CheckStats refuses Stats.Large.LiveBytes only below the live large objects' bytes: over-counted bytes pass (adv20)"},
 }

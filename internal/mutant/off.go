@@ -498,6 +498,7 @@ const (
 	GuardedWAFLarge         = false
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
+	LargeBytesOver          = false
 )
 
 func Drop() bool { return false }

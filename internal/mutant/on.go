@@ -515,6 +515,7 @@ var (
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
+	LargeBytesOver          = on("largebytesover")
 )
 
 var remoteFrees atomic.Uint64
