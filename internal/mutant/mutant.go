@@ -514,4 +514,12 @@ var All = []Mutant{
 	{"carvedsiteunnamed", "DEBUG-POISON", "Options.Debug", "a small period carved from a freed large or guarded object's dirty memory drops that object's site: a write after free into it, found as an object of the new layout not handed out yet is verified, names no site (review23)"},
 	{"guardshrinkpooled", "GUARD-FAULT", "Cache.Realloc", "in guard mode a large object shrunk in place gives the superblocks past its new size straight back to the pool, unprotected: an access through the slice Realloc was given, past the new object, does not fault, and the memory can be handed out again at once (review24)"},
 	{"largebytesover", "LARGE-EXACT", "Allocator.Stats", "oracle.Model.CheckStats refuses Stats.Large.LiveBytes only below the live large objects' bytes: over-counted bytes pass (adv20)"},
+	{"emptyorphankept", "LIFECYCLE", "Cache.Free", "invariants: lifecycle reports an empty superblock that was not released only when it is owned: an empty orphan kept passes (adv20)"},
+	{"guardstatsquarantined", "GUARD-FAULT", "Allocator.Stats", "invariants: guarded does not compare Stats.Guard.Quarantined with the objects in quarantine (adv20)"},
+	{"keptlastbyte", "INTEGRITY", "Cache.Realloc", "invariants: the harness's Realloc checks the kept bytes but the last: a copy one byte short passes (adv20)"},
+	{"inplaceownerunsure", "REFINES", "Cache.Realloc", "invariants: expectInPlace is unsure when the resizing cache does not own the small object: a Realloc in place by another cache passes (adv20)"},
+	{"sharedkeptlen", "ZEROED", "Cache.Realloc", "invariants: Shared's Realloc checks the bytes past those kept up to len, not cap: a moved object dirty past len passes the soak and FuzzConcurrent (adv20)"},
+	{"soakalignnarrow", "ALIGN", "Cache.AllocAligned", "invariants: the soak draws its alignments from 16 to 2048: no AllocAligned(n, 4096) while the others run (adv20)"},
+	{"sharedkeptshort", "INTEGRITY", "Cache.Realloc", "invariants: Shared's Realloc checks the kept bytes but the last: a copy one byte short passes the soak and FuzzConcurrent (adv20)"},
+	{"toucholdestonly", "GUARD-FAULT", "Allocator.Explain", "invariants: TouchQuarantined always touches the oldest object in quarantine: an access to any later one that does not fault, or is reported otherwise, goes unseen (adv20)"},
 }

@@ -499,6 +499,14 @@ const (
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
 	LargeBytesOver          = false
+	EmptyOrphanKept         = false
+	GuardStatsQuarantined   = false
+	KeptLastByte            = false
+	InPlaceOwnerUnsure      = false
+	SharedKeptLen           = false
+	SoakAlignNarrow         = false
+	SharedKeptShort         = false
+	TouchOldestOnly         = false
 )
 
 func Drop() bool { return false }

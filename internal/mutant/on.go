@@ -516,6 +516,14 @@ var (
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
 	LargeBytesOver          = on("largebytesover")
+	EmptyOrphanKept         = on("emptyorphankept")
+	GuardStatsQuarantined   = on("guardstatsquarantined")
+	KeptLastByte            = on("keptlastbyte")
+	InPlaceOwnerUnsure      = on("inplaceownerunsure")
+	SharedKeptLen           = on("sharedkeptlen")
+	SoakAlignNarrow         = on("soakalignnarrow")
+	SharedKeptShort         = on("sharedkeptshort")
+	TouchOldestOnly         = on("toucholdestonly")
 )
 
 var remoteFrees atomic.Uint64
