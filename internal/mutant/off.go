@@ -504,6 +504,9 @@ const (
 	KeptLastByte            = false
 	InPlaceOwnerUnsure      = false
 	SharedKeptLen           = false
+	ProgBadPickNarrow       = false
+	ProgReallocBadNoWild    = false
+	ConcWorkerLastNever     = false
 	SoakAlignNarrow         = false
 	SharedKeptShort         = false
 	TouchOldestOnly         = false
