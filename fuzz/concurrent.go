@@ -119,7 +119,7 @@ func RunConcurrent(data []byte) error {
 		data = data[1:]
 	}
 	for ; len(data) >= StepSize; data = data[StepSize:] {
-		w, op, a, b := ws[int(data[0])%Workers], int(data[1])%NumCOps, int(data[2]), int(data[3])
+		w, op, a, b := ws[int(data[0])%(Workers-b2i(mutant.ConcWorkerLastNever))], int(data[1])%NumCOps, int(data[2]), int(data[3])
 		switch op {
 		case COpBurst:
 			for i, x := range ws {

@@ -260,8 +260,14 @@ func step(h *invariants.Harness, c Cmd) error {
 		if mutant.ProgBadKinds {
 			kind = int(c.Align) % (invariants.NumBad - 1)
 		}
-		note(h, observed{Op: c.Op, Call: "free bad", ID: id, N: kind})
-		return h.FreeBad(id, kind, int(c.Victim)|int(c.Flags)<<16)
+		// The flags are bits 16 to 23 of the pick: an interior free reaches
+		// past a large object's first superblock.
+		pick := int(c.Victim) | int(c.Flags)<<16
+		if mutant.ProgBadPickNarrow { // FREE-INVALID: the victim's 16 bits alone
+			pick = int(c.Victim)
+		}
+		note(h, observed{Op: c.Op, Call: "free bad", ID: id, N: kind, A: pick})
+		return h.FreeBad(id, kind, pick)
 	case OpFlush:
 		return h.Flush(id)
 	case OpFlushAll:
@@ -359,7 +365,9 @@ func step(h *invariants.Harness, c Cmd) error {
 func reallocCmd(h *invariants.Harness, c Cmd, id int, live []uintptr) error {
 	mode := c.Flags >> 2 & 3
 	if mode == 3 || len(live) == 0 {
-		return h.ReallocBad(id, int(c.Align)%invariants.NumBad, int(c.Victim), func(capacity int) int {
+		kind := int(c.Align) % (invariants.NumBad - b2i(mutant.ProgReallocBadNoWild)) // FREE-DOUBLE: every kind, the wild one too
+		note(h, observed{Op: c.Op, Call: "realloc bad", ID: id, N: kind})
+		return h.ReallocBad(id, kind, int(c.Victim), func(capacity int) int {
 			if c.Flags&16 != 0 && capacity > 0 {
 				return capacity - int(c.Size)%2 // the stale object's own class
 			}

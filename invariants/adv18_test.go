@@ -185,7 +185,9 @@ func TestMachineDrawsReach(t *testing.T) {
 
 // TestMachineTouchReach (GUARD-FAULT): touchFreed reads and writes a freed
 // object in quarantine, and touches both the object itself and the rest of
-// its quarantined superblock (past its end), where guard mode protects memory.
+// its quarantined superblock (past its end), where guard mode protects memory;
+// and every object in quarantine, not only the oldest (adv20, mutant
+// toucholdestonly: two of 112 and 512 bytes).
 func TestMachineTouchReach(t *testing.T) {
 	m := adv18Machine(t, impl.Options{Reserve: 16 * spec.SuperblockSize, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}}, 1)
 	if !m.h.A.GuardProtects() {
@@ -202,13 +204,24 @@ func TestMachineTouchReach(t *testing.T) {
 	if err := m.h.Free(id, a); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.h.Alloc(id, 500, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.h.Free(id, m.h.LastAddr); err != nil {
+		t.Fatal(err)
+	}
 	var read, write, inside, past bool
+	sizes := map[int]bool{}
 	for _, c := range sawCalls(t, m.touchFreed, 30) {
 		read, write = read || !c.Write, write || c.Write
 		inside, past = inside || c.Offset < c.Size, past || c.Offset >= c.Size
+		sizes[c.Size] = true
 	}
 	if !read || !write || !inside || !past {
 		t.Errorf("the machine's touchFreed reads %v, writes %v, touches the object %v, past its end %v; want all", read, write, inside, past)
+	}
+	if len(sizes) != 2 {
+		t.Errorf("the machine's touchFreed touches objects of sizes %v of the two in quarantine", sizes)
 	}
 	if err := m.h.FreeAll(); err != nil {
 		t.Fatal(err)

@@ -113,8 +113,15 @@ func TestHarnessReallocChecksWholeCapacity(t *testing.T) {
 // TestSharedChecksWholeCapacity (ZEROED, INTEGRITY): Shared, like the
 // harness, checks an object over its capacity: an Alloc handed a fresh slot
 // with a dirty byte past len, a live object whose tail was overwritten when it
-// is freed, and one nobody frees at CheckFills.
-// Slips: any of the three checks ranges over len(b) only.
+// is freed, and one nobody frees at CheckFills. Its Realloc (REFINES) keeps
+// every byte up to min(len, n), the last one too: one in place (100 to 104
+// bytes, class 112) whose byte 99 changes while the call is in flight (a copy
+// one byte short) is reported; and it reads the bytes after those zero up to
+// the new capacity: a Realloc that moves an 8-byte object to 100 bytes into
+// a next slot of class 112 written while it was free is reported.
+// Slips: any of the three checks ranges over len(b) only; adv20's mutants
+// sharedkeptshort (the kept bytes but the last) and sharedkeptlen (the bytes
+// past them up to len).
 func TestSharedChecksWholeCapacity(t *testing.T) {
 	sh, err := invariants.NewShared(impl.Options{Reserve: 16 * spec.SuperblockSize})
 	must(t, err)
@@ -145,6 +152,37 @@ func TestSharedChecksWholeCapacity(t *testing.T) {
 	if p.B != nil {
 		sh.Free(c, id, p)
 	}
+
+	// adv20: Realloc, on a cache of its own (fresh slots in order).
+	d, did, err := sh.OpenCache()
+	must(t, err)
+	k, ok := sh.Alloc(d, did, 100, 1, 0x44)
+	if !ok {
+		t.Fatal("Alloc failed")
+	}
+	x := addrOf(k.B)
+	sh.SetHook(func(at invariants.HookPoint, a uintptr) {
+		if at == invariants.HookCall && a == x {
+			k.B[99] ^= 0xff
+		}
+	})
+	r, ok := sh.Realloc(d, did, k, 104, 0x55)
+	sh.SetHook(nil)
+	if !ok || addrOf(r.B) != x {
+		t.Fatalf("set-up: Realloc(100 -> 104) did not stay in place: %v", sh.Violations())
+	}
+	fires(t, spec.RuleRefines, "did not keep the first 100 bytes", sh.Violations())
+	k, ok = sh.Alloc(d, did, 100, 1, 0x66)
+	e, ok2 := sh.Alloc(d, did, 8, 1, 0x77)
+	if !ok || !ok2 {
+		t.Fatal("Alloc failed")
+	}
+	strayInNextSlot(k.B)
+	r, ok = sh.Realloc(d, did, e, 100, 0x88)
+	if !ok || addrOf(r.B) != addrOf(k.B)+uintptr(cap(k.B)) {
+		t.Fatalf("set-up: the Realloc did not move into the dirty slot after %#x: %v", addrOf(k.B), sh.Violations())
+	}
+	fires(t, spec.RuleZeroed, "bytes past the 8 kept are not zero", sh.Violations())
 }
 
 // TestEdgeSizesCoverEveryChange (ZEROED, ALIGN): the machine's and

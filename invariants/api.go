@@ -223,7 +223,11 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 	}
 	keep := min(len(b), n)
 	full := r[:cap(r)]
-	for i := range keep {
+	kept := keep
+	if mutant.KeptLastByte && keep > 0 { // INTEGRITY: the last kept byte unchecked
+		kept--
+	}
+	for i := range kept {
 		if live && full[i] != h.fills[old] {
 			return violation(spec.RuleIntegrity, "Realloc(%#x, %d) = %#x: kept byte %d is %#x, was filled with %#x", old, n, addr(r), i, full[i], h.fills[old])
 		}
@@ -272,6 +276,9 @@ func expectInPlace(s *impl.Snapshot, id int, a uintptr, n int) (inPlace, sure bo
 		return false, true
 	case id == Front:
 		return false, !slices.Contains(frontIDs(s), st.Owner) && !mutant.InPlaceFrontUnsure
+	}
+	if mutant.InPlaceOwnerUnsure && st.Owner != id { // REFINES: a non-owner's Realloc in place passes
+		return false, false
 	}
 	return st.Owner == id, true
 }

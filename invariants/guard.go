@@ -116,8 +116,12 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		}
 	}
 	st := s.Stats.Guard
+	quarantinedOff := st.Quarantined != len(g.Quarantine)
+	if mutant.GuardStatsQuarantined { // GUARD-FAULT: Stats.Guard.Quarantined unchecked
+		quarantinedOff = false
+	}
 	if st.LiveObjects != uint64(guards) || st.Superblocks != guards || st.LiveBytes != guardBytes ||
-		st.Quarantined != len(g.Quarantine) || st.QuarantinedBytes != uint64(sbs*s.SuperblockSize) || st.Allocs < st.LiveObjects {
+		quarantinedOff || st.QuarantinedBytes != uint64(sbs*s.SuperblockSize) || st.Allocs < st.LiveObjects {
 		vs = append(vs, violation(spec.RuleGuardFault, "Stats.Guard %+v; the snapshot has %d guarded objects (%d bytes) and %d quarantined (%d superblocks)",
 			st, guards, guardBytes, len(g.Quarantine), sbs))
 	}

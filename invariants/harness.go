@@ -612,6 +612,9 @@ func (h *Harness) TouchQuarantined(pick int, write bool) error {
 		return nil
 	}
 	e := q[pick%len(q)]
+	if mutant.TouchOldestOnly { // GUARD-FAULT: only the oldest quarantined object touched
+		e = q[0]
+	}
 	// A pointer to it, from any slice of the reservation the harness has.
 	var ref []byte
 	for _, f := range h.freed {

@@ -251,8 +251,8 @@ func TestKind(t *testing.T) {
 }
 
 // TestLifecycleCatchesMisfiled (LIFECYCLE): a superblock with free objects on
-// the full list, one on no list, one on two, an empty one kept, and an orphan
-// off the orphan list each break the rule.
+// the full list, one on no list, one on two, an empty one kept (owned, or an
+// orphan), and an orphan off the orphan list each break the rule.
 func TestLifecycleCatchesMisfiled(t *testing.T) {
 	h, id := setup(t)
 	var objs []uintptr
@@ -301,6 +301,15 @@ func TestLifecycleCatchesMisfiled(t *testing.T) {
 			st.Free[0], st.NFree, st.LocalFreed = 1<<16-1, st.Objects, 0
 		},
 		"filed as the wrong list": func(s *impl.Snapshot) { sb(s, full).List = "partial" },
+		// adv20 (mutant emptyorphankept): an empty orphan, filed right, is
+		// released too, not only an empty partial superblock.
+		"an empty orphan kept": func(s *impl.Snapshot) {
+			st := sb(s, full)
+			st.Owner, st.Orphan, st.List = -1, true, "orphan"
+			s.Caches[len(s.Caches)-1].Full[k] = nil
+			s.Orphans[k] = append(s.Orphans[k], full)
+			st.Free[0], st.NFree, st.LocalFreed = 1<<16-1, st.Objects, 0
+		},
 		"an orphan off the list": func(s *impl.Snapshot) {
 			st := sb(s, full)
 			st.Owner, st.Orphan, st.List = -1, true, "orphan"
@@ -466,6 +475,9 @@ func TestGuardCatchesQuarantineBroken(t *testing.T) {
 	expect(t, spec.RuleGuardFault, check(s))
 	s = clean(t, h)
 	s.Stats.Guard.LiveBytes--
+	expect(t, spec.RuleGuardFault, check(s))
+	s = clean(t, h) // adv20 (mutant guardstatsquarantined): the count of quarantined objects too
+	s.Stats.Guard.Quarantined++
 	expect(t, spec.RuleGuardFault, check(s))
 	s = clean(t, h)
 	s.Caches[0].Held = append(s.Caches[0].Held, impl.HeldGroup{Class: 0})

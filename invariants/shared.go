@@ -485,10 +485,18 @@ func (s *Shared) reallocated(id, n int, r []byte, o SharedObj, fill byte, begin,
 // after them up to cap (ZEROED). Under mu.
 func (s *Shared) checkKept(r []byte, o SharedObj, n int) {
 	keep := min(len(o.B), n)
-	if (!o.Mixed || mutant.MixedKept) && !uniform(r[:keep], o.Fill) {
+	kept := r[:keep]
+	if mutant.SharedKeptShort && keep > 0 { // REFINES, INTEGRITY: the last kept byte unchecked
+		kept = r[:keep-1]
+	}
+	if (!o.Mixed || mutant.MixedKept) && !uniform(kept, o.Fill) {
 		s.record(violation(spec.RuleRefines, "Realloc(%#x, %d) = %#x did not keep the first %d bytes", addr(o.B), n, addr(r), keep))
 	}
-	if !uniform(r[keep:cap(r)], 0) {
+	end := cap(r)
+	if mutant.SharedKeptLen { // ZEROED: bytes past len after Realloc unchecked
+		end = len(r)
+	}
+	if !uniform(r[keep:end], 0) {
 		s.record(violation(spec.RuleZeroed, "Realloc(%#x, %d) = %#x: bytes past the %d kept are not zero", addr(o.B), n, addr(r), keep))
 	}
 }

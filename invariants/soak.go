@@ -102,6 +102,8 @@ type SoakReport struct {
 	// an alignment above 1, BadForeign the bad frees of another Allocator's
 	// object (the others free Go heap memory).
 	Reallocs, Aligned, BadForeign uint64
+	// MaxAlign is the largest alignment asked for (adv20: 16 to 4096).
+	MaxAlign int
 	// Trims counts the Allocator.Trim calls made while the others run,
 	// Large the allocations of a large size drawn off the edges (drawSize's
 	// large range), Interior the stale frees of a pointer inside an object
@@ -162,6 +164,7 @@ type soakWorker struct {
 	// counters, read by the coordinator at barriers and at the end
 	inline, ops, allocs, frees, remote, handoff, front, short, bad, oom, reopen, small, reallocs, aligned, foreign uint64
 	trims, large, interior, shortFrees                                                                             uint64
+	maxAlign                                                                                                       int
 }
 
 // Soak runs cfg.Goroutines workers against one Allocator and the Model (through
@@ -358,6 +361,7 @@ func (s *soak) sum(r *SoakReport) {
 		r.ShortLived += w.short - w.inline
 		r.Reallocs += w.reallocs
 		r.Aligned += w.aligned
+		r.MaxAlign = max(r.MaxAlign, w.maxAlign)
 		r.BadForeign += w.foreign
 		r.Trims += w.trims
 		r.Large += w.large
@@ -618,13 +622,17 @@ func (w *soakWorker) alloc() {
 		n = w.s.edges[(edge-1)%uint64(len(w.s.edges))]
 	}
 	if w.rng.IntN(20) == 0 {
-		align = 16 << w.rng.IntN(9)
+		align = 16 << w.rng.IntN(9) // 16 to 4096
+		if mutant.SoakAlignNarrow { // ALIGN: never 4096
+			align = 16 << w.rng.IntN(8)
+		}
 		if mutant.SoakNoAlign {
 			align = 1
 		}
 	}
 	if align > 1 {
 		w.aligned++
+		w.maxAlign = max(w.maxAlign, align)
 	}
 	o, ok := w.sh.Alloc(w.cache(), w.id, n, align, byte(w.rng.IntN(255)+1))
 	if !ok {
@@ -709,7 +717,7 @@ func (r *SoakReport) String() string {
 	fmt.Fprintf(&b, "| objects handed between goroutines | %d |\n", r.Handoff)
 	fmt.Fprintf(&b, "| goroutine-safe Allocator calls (and goroutines that came and went) | %d (%d) |\n", r.FrontCalls, r.ShortLived)
 	fmt.Fprintf(&b, "| frees by goroutines that came and went | %d |\n", r.ShortFrees)
-	fmt.Fprintf(&b, "| reallocs / aligned allocations | %d / %d |\n", r.Reallocs, r.Aligned)
+	fmt.Fprintf(&b, "| reallocs / aligned allocations (the largest alignment) | %d / %d (%d) |\n", r.Reallocs, r.Aligned, r.MaxAlign)
 	fmt.Fprintf(&b, "| large sizes drawn off the edges | %d |\n", r.Large)
 	fmt.Fprintf(&b, "| edge sizes allocated (of those drawn) | %d (%d) |\n", r.Edges, r.EdgeSizes)
 	fmt.Fprintf(&b, "| superblock-cache hit rate (small frees) | %.2f%% (%d misses / %d) |\n", 100*r.HitRate(), r.SBCacheMisses, r.SmallFrees)

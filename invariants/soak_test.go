@@ -76,8 +76,9 @@ func TestStressOracle(t *testing.T) {
 // soakDidWhatItClaims fails t unless the soak did enough to mean anything and
 // its driver did what it claims: the way count asked for, calls on the
 // Allocator's methods and from goroutines that come and go, Reallocs and
-// aligned allocations, objects handed to another worker, bad frees of both
-// kinds, every edge size, and checks after a full flush (STATS-EXACT).
+// aligned allocations up to 4096 bytes, objects handed to another worker,
+// bad frees of both kinds, every edge size, and checks after a full flush
+// (STATS-EXACT).
 func soakDidWhatItClaims(t *testing.T, rep *invariants.SoakReport, ways int) {
 	t.Helper()
 	// Each claim by name, so that a failure says which one first: the report
@@ -108,6 +109,8 @@ func soakDidWhatItClaims(t *testing.T, rep *invariants.SoakReport, ways int) {
 		{"large sizes drawn", rep.Large > 0},
 		{"stale frees inside a held object", rep.Interior > 0},
 		{"frees from short-lived goroutines", rep.ShortFrees > 0},
+		// adv20: every alignment up to 4096 (ALIGN, mutant soakalignnarrow).
+		{fmt.Sprintf("4096-byte alignment (the largest asked: %d)", rep.MaxAlign), rep.MaxAlign == 4096},
 	} {
 		if !c.ok {
 			missed = append(missed, c.name)

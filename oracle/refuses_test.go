@@ -154,6 +154,9 @@ func TestModelStatsBounds(t *testing.T) {
 	s = truth()
 	s.LargeLiveBytes -= spec.PageSize
 	check("large live bytes", s, 2, false, spec.RuleLargeExact)
+	s = truth() // adv20 (mutant largebytesover): over-counted bytes too, not only lagging ones
+	s.LargeLiveBytes += spec.PageSize
+	check("large live bytes ahead", s, 2, false, spec.RuleLargeExact)
 	s = truth()
 	s.Large.Frees++
 	check("large frees", s, 2, false, spec.RuleLargeExact)

@@ -507,6 +507,18 @@ const (
 	ModelForeignAllocs      = false
 	TooLargeBare            = false
 	FrontOOMOwnFlush        = false
+	LargeBytesOver          = false
+	EmptyOrphanKept         = false
+	GuardStatsQuarantined   = false
+	KeptLastByte            = false
+	InPlaceOwnerUnsure      = false
+	SharedKeptLen           = false
+	ProgBadPickNarrow       = false
+	ProgReallocBadNoWild    = false
+	ConcWorkerLastNever     = false
+	SoakAlignNarrow         = false
+	SharedKeptShort         = false
+	TouchOldestOnly         = false
 )
 
 func Drop() bool { return false }

@@ -524,6 +524,18 @@ var (
 	ModelForeignAllocs      = on("modelforeignallocs")
 	TooLargeBare            = on("toolargebare")
 	FrontOOMOwnFlush        = on("frontoomownflush")
+	LargeBytesOver          = on("largebytesover")
+	EmptyOrphanKept         = on("emptyorphankept")
+	GuardStatsQuarantined   = on("guardstatsquarantined")
+	KeptLastByte            = on("keptlastbyte")
+	InPlaceOwnerUnsure      = on("inplaceownerunsure")
+	SharedKeptLen           = on("sharedkeptlen")
+	ProgBadPickNarrow       = on("progbadpicknarrow")
+	ProgReallocBadNoWild    = on("progreallocbadnowild")
+	ConcWorkerLastNever     = on("concworkerlastnever")
+	SoakAlignNarrow         = on("soakalignnarrow")
+	SharedKeptShort         = on("sharedkeptshort")
+	TouchOldestOnly         = on("toucholdestonly")
 )
 
 var remoteFrees atomic.Uint64
