@@ -55,6 +55,10 @@ type Allocator struct {
 	debug   bool
 	// the reservation, [base, base+size): Reallocate extends only buffers in it
 	base, size uintptr
+	// closed is set by Close: the in-place path writes b's object itself, so
+	// it must not run once the reservation is gone (impl's calls check their
+	// own).
+	closed atomic.Bool
 
 	bytes, peak, objects atomic.Int64
 	allocs, frees        atomic.Uint64
@@ -148,7 +152,7 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if have > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
 		return m.reallocLarge(size, b)
 	}
-	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
+	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) && !m.closed.Load() {
 		m.inPlace.Add(1)
 		m.grow(int64(size - have))
 		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
@@ -252,8 +256,13 @@ func (m *Allocator) free(b []byte) error {
 
 // Close releases the reservation. It fails with impl.ErrLeaked, after
 // releasing anyway, when buffers are still live; every buffer is invalid
-// afterwards. It must not run concurrently with other calls.
-func (m *Allocator) Close() error { return m.a.Close() }
+// afterwards: Allocate and a Reallocate that needs memory panic with
+// impl.ErrClosed, Free reports it. It must not run concurrently with other
+// calls.
+func (m *Allocator) Close() error {
+	m.closed.Store(true)
+	return m.a.Close()
+}
 
 // Stats is a snapshot of the counters.
 type Stats struct {
