@@ -139,8 +139,8 @@ func capacity(n int) int {
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
 // pin a much larger object); otherwise it allocates, copies and frees b (a b
 // that is not this Allocator's is copied, then reported as a bad free; in
-// Debug mode that panics, and so may OnError: the new buffer is then freed
-// again, nothing leaks).
+// Debug mode that panics, and so may OnError, and in guard mode the copy of a
+// released b faults: the new buffer is then freed again, nothing leaks).
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
@@ -163,20 +163,21 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 		return r
 	}
 	nb := m.Allocate(size)
+	// The copy faults when b was released in guard mode (CatchFaults makes
+	// that a report), badFree panics in Debug mode, and OnError may panic (or
+	// end the goroutine): the caller then never gets nb, so it goes back, or
+	// it would stay live for good (a bad Reallocate changes nothing).
+	returned := false
+	defer func() {
+		if !returned {
+			m.Free(nb)
+		}
+	}()
 	copy(nb, b)
 	if err := m.free(b); err != nil {
-		// badFree panics in Debug mode, and OnError may panic (or end the
-		// goroutine): the caller then never gets nb, so it goes back, or it
-		// would stay live for good (a bad Reallocate changes nothing).
-		reported := false
-		defer func() {
-			if !reported {
-				m.Free(nb)
-			}
-		}()
 		m.badFree(err)
-		reported = true
 	}
+	returned = true
 	return nb
 }
 
