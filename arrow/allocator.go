@@ -55,6 +55,10 @@ type Allocator struct {
 	debug   bool
 	// the reservation, [base, base+size): Reallocate extends only buffers in it
 	base, size uintptr
+	// closed is set by Close: the in-place path writes b's object itself, so
+	// it must not run once the reservation is gone (impl's calls check their
+	// own).
+	closed atomic.Bool
 
 	bytes, peak, objects atomic.Int64
 	allocs, frees        atomic.Uint64
@@ -135,8 +139,8 @@ func capacity(n int) int {
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
 // pin a much larger object); otherwise it allocates, copies and frees b (a b
 // that is not this Allocator's is copied, then reported as a bad free; in
-// Debug mode that panics, and so may OnError: the new buffer is then freed
-// again, nothing leaks).
+// Debug mode that panics, and so may OnError, and in guard mode the copy of a
+// released b faults: the new buffer is then freed again, nothing leaks).
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
@@ -148,7 +152,7 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if have > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
 		return m.reallocLarge(size, b)
 	}
-	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) {
+	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) && !m.closed.Load() {
 		m.inPlace.Add(1)
 		m.grow(int64(size - have))
 		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
@@ -159,20 +163,21 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 		return r
 	}
 	nb := m.Allocate(size)
+	// The copy faults when b was released in guard mode (CatchFaults makes
+	// that a report), badFree panics in Debug mode, and OnError may panic (or
+	// end the goroutine): the caller then never gets nb, so it goes back, or
+	// it would stay live for good (a bad Reallocate changes nothing).
+	returned := false
+	defer func() {
+		if !returned {
+			m.Free(nb)
+		}
+	}()
 	copy(nb, b)
 	if err := m.free(b); err != nil {
-		// badFree panics in Debug mode, and OnError may panic (or end the
-		// goroutine): the caller then never gets nb, so it goes back, or it
-		// would stay live for good (a bad Reallocate changes nothing).
-		reported := false
-		defer func() {
-			if !reported {
-				m.Free(nb)
-			}
-		}()
 		m.badFree(err)
-		reported = true
 	}
+	returned = true
 	return nb
 }
 
@@ -252,8 +257,13 @@ func (m *Allocator) free(b []byte) error {
 
 // Close releases the reservation. It fails with impl.ErrLeaked, after
 // releasing anyway, when buffers are still live; every buffer is invalid
-// afterwards. It must not run concurrently with other calls.
-func (m *Allocator) Close() error { return m.a.Close() }
+// afterwards: Allocate and a Reallocate that needs memory panic with
+// impl.ErrClosed, Free reports it. It must not run concurrently with other
+// calls.
+func (m *Allocator) Close() error {
+	m.closed.Store(true)
+	return m.a.Close()
+}
 
 // Stats is a snapshot of the counters.
 type Stats struct {
