@@ -534,4 +534,5 @@ var All = []Mutant{
 	{"soakalignnarrow", "ALIGN", "Cache.AllocAligned", "invariants: the soak draws its alignments from 16 to 2048: no AllocAligned(n, 4096) while the others run (adv20)"},
 	{"sharedkeptshort", "INTEGRITY", "Cache.Realloc", "invariants: Shared's Realloc checks the kept bytes but the last: a copy one byte short passes the soak and FuzzConcurrent (adv20)"},
 	{"toucholdestonly", "GUARD-FAULT", "Allocator.Explain", "invariants: TouchQuarantined always touches the oldest object in quarantine: an access to any later one that does not fault, or is reported otherwise, goes unseen (adv20)"},
+	{"expvarclassesnull", "STATS-EXACT", "expvarstats.Publish", "classes is published as null, not [], when no class is active (a fresh Allocator; every one in the refalloc_nostats build) (review28)"},
 }

@@ -519,6 +519,7 @@ const (
 	SoakAlignNarrow         = false
 	SharedKeptShort         = false
 	TouchOldestOnly         = false
+	ExpvarClassesNull       = false
 )
 
 func Drop() bool { return false }

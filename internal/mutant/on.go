@@ -536,6 +536,7 @@ var (
 	SoakAlignNarrow         = on("soakalignnarrow")
 	SharedKeptShort         = on("sharedkeptshort")
 	TouchOldestOnly         = on("toucholdestonly")
+	ExpvarClassesNull       = on("expvarclassesnull")
 )
 
 var remoteFrees atomic.Uint64
