@@ -276,7 +276,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 			if mutant.GuardedWAFLarge {
 				wk = spec.Large
 			}
-			a.verifyLargePoison(b, []bool{true}, []uint32{freed}, wk)
+			a.verifyLargePoison(wholeRun(b, 1), []bool{true}, []uint32{freed}, wk) // its whole superblock, as its free poisons it
 		}
 		clear(b) // ZEROED
 	}

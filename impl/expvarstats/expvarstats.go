@@ -19,7 +19,8 @@
 //	double_frees, invalid_frees
 //	                     bad frees detected, at once or when an owner collected
 //	                     (FREE-DOUBLE, FREE-INVALID)
-//	write_after_frees    debug mode's reports (DEBUG-POISON)
+//	write_after_frees    writes after free reported: debug mode's, and guard
+//	                     mode's under the Go-heap backend (DEBUG-POISON)
 //	superblock_cache_misses
 //	                     frees that missed the superblock cache (CACHE-COHERENT)
 //	reserved_bytes, committed_bytes, in_use_bytes

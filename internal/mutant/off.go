@@ -520,6 +520,7 @@ const (
 	SharedKeptShort         = false
 	TouchOldestOnly         = false
 	ExpvarClassesNull       = false
+	WAFVerifyCapOnly        = false
 )
 
 func Drop() bool { return false }

@@ -537,6 +537,7 @@ var (
 	SharedKeptShort         = on("sharedkeptshort")
 	TouchOldestOnly         = on("toucholdestonly")
 	ExpvarClassesNull       = on("expvarclassesnull")
+	WAFVerifyCapOnly        = on("wafverifycaponly")
 )
 
 var remoteFrees atomic.Uint64
