@@ -272,13 +272,16 @@ import (
 	"github.com/refalloc/refalloc/spec"
 )
 
-// Options configures an Allocator. The zero value is valid.
+// Options configures an Allocator. The zero value is valid; New rejects the
+// values the fields below say are out of range.
 type Options struct {
 	// Reserve is the size of the address-space reservation in bytes, rounded up to
 	// whole superblocks. 0 means 64 GiB (1 GiB under the Go-heap backend, in
 	// -race builds or with HeapBackend, where the payload is a Go-heap arena,
 	// which the kernel must be able to commit whole: a Reserve it refuses is
-	// ErrOutOfMemory). When it is exhausted Alloc returns ErrOutOfMemory.
+	// ErrOutOfMemory). When it is exhausted Alloc returns ErrOutOfMemory; a
+	// request larger than the whole reservation is ErrTooLarge. New rejects a
+	// negative Reserve or one above 1 TiB (spec.MaxAlloc).
 	Reserve int
 	// SuperblockCacheWays is the number of entries of each Cache's superblock
 	// cache: 1, 8, 16, 32, 64 or 128. 0 means 128 (the entries are there
@@ -311,8 +314,9 @@ type Options struct {
 	Debug bool
 	// Retain is how many bytes of empty superblocks (and freed large runs) the
 	// pool keeps committed, ready for reuse, for good (Decay does not return
-	// them). 0 means 32 MiB; a negative value keeps none. Whatever Retain and
-	// Decay say, Committed does not grow while the pool holds committed memory
+	// them), in whole superblocks (rounded down: less than 64 KiB keeps none,
+	// as Snapshot.Retain shows). 0 means 32 MiB; a negative value keeps none.
+	// Whatever Retain and Decay say, Committed does not grow while the pool holds committed memory
 	// that does not fit what is asked: a take that commits fresh memory while
 	// the pool holds more than 1/32 of the memory in use (and more than
 	// Retain/8) returns as much of it at once (MEM-ACCOUNT).

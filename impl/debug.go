@@ -24,9 +24,11 @@ const Poison = 0xdf
 // ErrWriteAfterFree is the sentinel of a WriteAfterFreeError.
 var ErrWriteAfterFree = errors.New("refalloc: write after free")
 
-// WriteAfterFreeError reports, in debug mode, memory that was written after it
-// was freed: found when the allocator was about to hand it out again. It is
-// given to Options.OnError and counted in Stats.WriteAfterFrees.
+// WriteAfterFreeError reports memory that was written after it was freed: in
+// debug mode, found when the allocator was about to hand it out again or
+// re-poisons it as its superblock is released; in guard mode under the Go-heap
+// backend (GuardOptions), found as a quarantined object leaves the quarantine.
+// It is given to Options.OnError and counted in Stats.WriteAfterFrees.
 type WriteAfterFreeError struct {
 	Addr   uintptr // the object
 	Offset int     // the first byte that is not Poison

@@ -57,15 +57,17 @@ type GuardOptions struct {
 	Enabled bool
 	// SampleRate: on average one small allocation in SampleRate, in each class
 	// and cache, is guarded; 1 guards every one. 0 means 1000; a negative
-	// value guards no small object (large objects only).
+	// value guards no small object (large objects only). New rejects a
+	// SampleRate above 1<<30.
 	SampleRate int
 	// QuarantineBytes bounds the address space of freed guarded objects kept
 	// inaccessible (whole superblocks), rounded up to superblocks. 0 means a
 	// quarter of the reservation, at most 1 GiB. A freed object larger than
-	// the bound is not quarantined.
+	// the bound is not quarantined. New rejects a negative value or one above
+	// 1 TiB (spec.MaxAlloc).
 	QuarantineBytes int
 	// QuarantineObjects bounds how many freed guarded objects are kept. 0
-	// means 4096. Each costs the kernel up to two memory mappings (VMAs) while
+	// means 4096; New rejects a negative value. Each costs the kernel up to two memory mappings (VMAs) while
 	// quarantined (Linux allows 65530 a process by default).
 	QuarantineObjects int
 }
@@ -274,7 +276,7 @@ func (c *Cache) allocGuarded(n, k int) []byte {
 			if mutant.GuardedWAFLarge {
 				wk = spec.Large
 			}
-			a.verifyLargePoison(b, []bool{true}, []uint32{freed}, wk)
+			a.verifyLargePoison(wholeRun(b, 1), []bool{true}, []uint32{freed}, wk) // its whole superblock, as its free poisons it
 		}
 		clear(b) // ZEROED
 	}

@@ -37,7 +37,9 @@ func (a *Allocator) allocLarge(n int, reserve bool) ([]byte, error) {
 	b := unsafe.Slice((*byte)(unsafe.Add(a.start, uintptr(i)<<spec.SuperblockShift)), usable)
 	yield(YieldLargeTaken)
 	if a.debug {
-		a.verifyLargePoison(b, dirtySB, prevSites, spec.Large)
+		// The whole run, past the capacity too: its free poisons all of it
+		// (DEBUG-POISON: TestDebugWAFPastNewObjectsCapReported).
+		a.verifyLargePoison(wholeRun(b, m), dirtySB, prevSites, spec.Large)
 	}
 	if dirty && !mutant.LargeNoClear {
 		clear(b) // ZEROED
@@ -297,7 +299,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 		r := unsafe.Slice((*byte)(a.sbAddr(head)), u) // the run holds u bytes now
 		if a.debug && len(dirtySB) > int(b2i(mutant.LargeGrowVerifyOne)) {
 			lo := int(old) << spec.SuperblockShift
-			a.verifyLargePoison(r[lo:], dirtySB, sites, spec.Large)
+			a.verifyLargePoison(wholeRun(r, uint32(spec.LargeSuperblocks(u)))[lo:], dirtySB, sites, spec.Large)
 		}
 		clear(r[keep:min(u, int(old)<<spec.SuperblockShift)])
 		for j, d := range dirtySB {
@@ -424,8 +426,20 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 	return old, dirtySB, true, false
 }
 
+// wholeRun is b, the start of a run of m superblocks, with its capacity the
+// whole run: what verifyLargePoison checks, past b's length too.
+func wholeRun(b []byte, m uint32) []byte {
+	n := int(m) << spec.SuperblockShift
+	if mutant.WAFVerifyCapOnly { // DEBUG-POISON: past the new object's capacity goes unverified
+		n = len(b)
+	}
+	return unsafe.Slice(unsafe.SliceData(b), n)[:len(b)]
+}
+
 // verifyLargePoison checks, in debug mode, that the superblocks of a new large
-// object that were used before still hold the poison their free left. A write
+// object that were used before still hold the poison their free left, whole:
+// up to the capacity of b, which may go past its length (the object's usable
+// size, the report's Size), since the object's free poisons them whole. A write
 // after free found in superblock j of b names sites[j] (0, none, past the
 // slice's end): the site of the object that held that superblock, which may
 // not be the one that held the first (DEBUG-POISON;
@@ -439,10 +453,11 @@ func (a *Allocator) verifyLargePoison(b []byte, dirty []bool, sites []uint32, k 
 			site = sites[j]
 		}
 		lo := j << spec.SuperblockShift
-		if !d || lo >= len(b) {
+		whole := b[:cap(b)]
+		if !d || lo >= len(whole) {
 			continue
 		}
-		for off, x := range b[lo:min(len(b), lo+spec.SuperblockSize)] {
+		for off, x := range whole[lo:min(len(whole), lo+spec.SuperblockSize)] {
 			if x != Poison {
 				if a.opt.OnError != nil {
 					a.report(&WriteAfterFreeError{

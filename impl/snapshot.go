@@ -115,8 +115,9 @@ type SuperblockState struct {
 	// PooledAt is when a pooled superblock entered the pool dirty.
 	PooledAt int64
 	Current  bool // the current superblock of its class in its owner
-	// List is the list the header says it is on: "current", "partial",
-	// "full", "orphan" or "none".
+	// List is the list a small superblock's header says it is on: "current",
+	// "partial", "full", "orphan" or "none"; "" in the other states (pool,
+	// large, guard, quarantine).
 	List    string
 	Objects int
 	// Free and Pending are the free bitmap and the pending remote frees, one

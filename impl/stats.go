@@ -42,8 +42,9 @@ type Stats struct {
 	// as errors and those found later, when an owner collected a remote free
 	// (FREE-DOUBLE, FREE-INVALID).
 	DoubleFrees, InvalidFrees uint64
-	// WriteAfterFrees counts, in debug mode, freed objects found written to
-	// when they were about to be handed out again.
+	// WriteAfterFrees counts the writes after free reported
+	// (WriteAfterFreeError): in debug mode, and in guard mode under the
+	// Go-heap backend, where quarantined memory is poisoned.
 	WriteAfterFrees uint64
 	// SuperblockCacheMisses counts frees of small objects that missed the
 	// freeing cache's superblock cache and read the header (a stale entry

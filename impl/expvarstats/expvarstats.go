@@ -7,7 +7,7 @@
 // The variable is a JSON object; its fields, and what the rules of spec/SPEC.md
 // say about them:
 //
-//	classes[]            one entry per size class with activity:
+//	classes[]            one entry per size class with activity ([] when none):
 //	  class, size          the class and its usable size in bytes
 //	  allocs               allocations: an upper bound, ahead of the truth by the
 //	                       objects caches hold (STATS-LEAD); exact after flushes
@@ -19,7 +19,8 @@
 //	double_frees, invalid_frees
 //	                     bad frees detected, at once or when an owner collected
 //	                     (FREE-DOUBLE, FREE-INVALID)
-//	write_after_frees    debug mode's reports (DEBUG-POISON)
+//	write_after_frees    writes after free reported: debug mode's, and guard
+//	                     mode's under the Go-heap backend (DEBUG-POISON)
 //	superblock_cache_misses
 //	                     frees that missed the superblock cache (CACHE-COHERENT)
 //	reserved_bytes, committed_bytes, in_use_bytes
@@ -67,6 +68,10 @@ func FromStats(s impl.Stats) Vars {
 		DoubleFrees: s.DoubleFrees, InvalidFrees: s.InvalidFrees, WriteAfterFrees: s.WriteAfterFrees,
 		SuperblockCacheMisses: s.SuperblockCacheMisses,
 		ReservedBytes:         s.Reserved, CommittedBytes: s.Committed, InUseBytes: s.InUse,
+		Classes: []Class{}, // an array, [] with no class active: never null
+	}
+	if mutant.ExpvarClassesNull { // STATS-EXACT: no class active publishes null
+		v.Classes = nil
 	}
 	if mutant.ExpvarCommittedInUse { // MEM-ACCOUNT: committed_bytes published from InUse
 		v.CommittedBytes = s.InUse

@@ -55,3 +55,28 @@ func TestFromStatsFields(t *testing.T) {
 		t.Errorf("FromStats = %+v\nwant %+v", v, want)
 	}
 }
+
+// TestClassesIsAlwaysAnArray (STATS-EXACT's published form): the package doc
+// describes "classes" as an array, one entry per class with activity; with no
+// class active (a fresh Allocator, or every one in the refalloc_nostats build)
+// it is the empty array, not null, so a consumer that iterates it
+// (jq '.classes[]', a dashboard's for-each) does not fail (review28).
+func TestClassesIsAlwaysAnArray(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	name := fmt.Sprintf("refalloc_test_%d", names.Add(1))
+	expvarstats.Publish(name, a)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(expvar.Get(name).String()), &m); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(m["classes"]); got != "[]" {
+		t.Errorf(`published "classes": %s, want [] (no class active)`, got)
+	}
+	if v := expvarstats.FromStats(impl.Stats{}); v.Classes == nil {
+		t.Errorf("FromStats(Stats{}).Classes is nil: published as null")
+	}
+}

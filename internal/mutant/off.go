@@ -520,6 +520,8 @@ const (
 	SoakAlignNarrow         = false
 	SharedKeptShort         = false
 	TouchOldestOnly         = false
+	ExpvarClassesNull       = false
+	WAFVerifyCapOnly        = false
 )
 
 func Drop() bool { return false }

@@ -537,6 +537,8 @@ var (
 	SoakAlignNarrow         = on("soakalignnarrow")
 	SharedKeptShort         = on("sharedkeptshort")
 	TouchOldestOnly         = on("toucholdestonly")
+	ExpvarClassesNull       = on("expvarclassesnull")
+	WAFVerifyCapOnly        = on("wafverifycaponly")
 )
 
 var remoteFrees atomic.Uint64
