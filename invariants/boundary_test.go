@@ -25,7 +25,6 @@ import (
 // has nothing to find and costs 6× (CI's 25 minutes); every other build runs
 // all twelve.
 func TestBoundaries(t *testing.T) {
-	t.Parallel() // beside TestMachine and TestStressOracle: see TestMachine
 	for _, ways := range []int{1, 8, 16, 32, 64, 128} {
 		for _, debug := range []bool{false, true} {
 			if raceEnabled && !(ways == 1 && !debug || ways == 128 && debug) {

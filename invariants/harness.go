@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -691,7 +692,7 @@ func touchExplain(a *impl.Allocator, b []byte, i int, write bool) (report *impl.
 	if write {
 		b[i] = 0x5a
 	} else {
-		touched = b[i]
+		touched.Store(uint32(b[i]))
 	}
 	return nil, false
 }
@@ -703,12 +704,14 @@ func touch(a *impl.Allocator, b []byte, i int, write bool) (report *impl.UseAfte
 	if write {
 		b[i] = 0x5a
 	} else {
-		touched = b[i]
+		touched.Store(uint32(b[i]))
 	}
 	return nil
 }
 
-var touched byte
+// touched keeps touch's read of a freed byte from being dropped; atomic, as
+// parallel tests' harnesses touch at once.
+var touched atomic.Uint32
 
 // Flush flushes cache id (Front: the Allocator's, every shard) and checks
 // that the flushed caches hold nothing and left nothing unpublished

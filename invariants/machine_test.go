@@ -55,11 +55,5 @@ func TestMain(m *testing.M) {
 // reads or writes a freed object in quarantine, which must fault and be
 // reported.
 func TestMachine(t *testing.T) {
-	// The package's three long tests run beside each other: under -race
-	// this package is CI's long pole (206 s one after another on a quiet
-	// machine, while the other packages' tests ended at 65 s). Each has its
-	// own Allocators; the watchdog still fails a hang, once the others are
-	// done.
-	t.Parallel()
 	rapid.Check(t, invariants.RunMachine)
 }

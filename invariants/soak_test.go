@@ -27,7 +27,6 @@ import (
 // guard mode (GUARD-FAULT) in two: some small allocations sampled, or all. Run
 // it under -race and -tags refalloc_check.
 func TestStressOracle(t *testing.T) {
-	t.Parallel() // beside TestMachine and TestBoundaries: see TestMachine
 	for _, tc := range []struct {
 		ways   int
 		debug  bool
