@@ -534,7 +534,6 @@ var All = []Mutant{
 	{"soakalignnarrow", "ALIGN", "Cache.AllocAligned", "invariants: the soak draws its alignments from 16 to 2048: no AllocAligned(n, 4096) while the others run (adv20)"},
 	{"sharedkeptshort", "INTEGRITY", "Cache.Realloc", "invariants: Shared's Realloc checks the kept bytes but the last: a copy one byte short passes the soak and FuzzConcurrent (adv20)"},
 	{"toucholdestonly", "GUARD-FAULT", "Allocator.Explain", "invariants: TouchQuarantined always touches the oldest object in quarantine: an access to any later one that does not fault, or is reported otherwise, goes unseen (adv20)"},
-	{"frontoomanyone", "OOM-REAL", "invariants.Harness", "the harness judges an out-of-memory of a call through the Allocator's methods by any one internal cache: one that still holds objects after the call flushed them all passes, because an idle one shows the state (impl mutant frontoomownflush then passes the machines)"},
 	{"expvarclassesnull", "STATS-EXACT", "expvarstats.Publish", "classes is published as null, not [], when no class is active (a fresh Allocator; every one in the refalloc_nostats build) (review28)"},
 	{"wafverifycaponly", "DEBUG-POISON", "Cache.Alloc", "a large (or guarded) object taking used superblocks verifies their poison only up to its capacity: a write after free past it, which the object's free re-poisons, is never reported (review28)"},
 }

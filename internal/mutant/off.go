@@ -498,7 +498,6 @@ const (
 	GuardedWAFLarge         = false
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
-	FrontOOMAnyOne          = false
 	MissNoReset             = false
 	TakeGroupUnpublished    = false
 	InitSmallStaleBits      = false

@@ -515,7 +515,6 @@ var (
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
-	FrontOOMAnyOne          = on("frontoomanyone")
 	MissNoReset             = on("missnoreset")
 	TakeGroupUnpublished    = on("takegroupunpublished")
 	InitSmallStaleBits      = on("initsmallstalebits")
