@@ -506,7 +506,6 @@ const (
 	ReallocForeignAllocs    = false
 	ModelForeignAllocs      = false
 	TooLargeBare            = false
-	FrontOOMOwnFlush        = false
 	LargeBytesOver          = false
 	EmptyOrphanKept         = false
 	GuardStatsQuarantined   = false

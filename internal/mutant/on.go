@@ -523,7 +523,6 @@ var (
 	ReallocForeignAllocs    = on("reallocforeignallocs")
 	ModelForeignAllocs      = on("modelforeignallocs")
 	TooLargeBare            = on("toolargebare")
-	FrontOOMOwnFlush        = on("frontoomownflush")
 	LargeBytesOver          = on("largebytesover")
 	EmptyOrphanKept         = on("emptyorphankept")
 	GuardStatsQuarantined   = on("guardstatsquarantined")
