@@ -4,6 +4,7 @@
 package impl
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -20,7 +21,8 @@ import (
 // Per-P caches (front_pinned.go; removed by the build tag refalloc_portable).
 // Each P has a Cache of its own, made at New for max(GOMAXPROCS, NumCPU) Ps
 // (a P past them, GOMAXPROCS raised later, uses the shards; the caches of Ps
-// that went away keep what they hold until Flush or Trim). A call pins its goroutine to its P
+// that went away keep what they hold until Flush or Trim, or an allocation
+// through the Allocator that runs out: outOfMemory). A call pins its goroutine to its P
 // (runtime.procPin, as sync.Pool does: no preemption until procUnpin), and,
 // if nobody holds the P cache's token, runs the Cache's fast path on it with
 // plain loads and stores: a goroutine that runs on the P after it comes after
@@ -187,6 +189,10 @@ func (c *Cache) exit() {
 
 func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	b, err := a.allocAcquired(p, c, n, align)
+	if err != nil && a.outOfMemory(err) {
+		p = pin()
+		b, err = a.allocAcquired(p, a.front.procs.pinned(p), n, align)
+	}
 	if !mutant.AllocNoDeliver {
 		a.deliverAlloc(b) // the cache given up
 	}
@@ -200,6 +206,22 @@ func (a *Allocator) allocAcquired(p int, c *Cache, n, align int) ([]byte, error)
 		return c.Alloc(n)
 	}
 	return c.AllocAligned(n, align)
+}
+
+// outOfMemory reports whether err, from a call of the Allocator's own methods
+// that has given its cache up, is ErrOutOfMemory, after flushing every internal
+// cache when it is (OOM-REAL): the cache that served the call gave back what it
+// held before answering, but the others (other Ps', the shards) keep the
+// current superblock of every class they served, empty once its objects are
+// freed. They are the Allocator's own, not the user's to flush, so the call
+// looks again once they are flushed. Off the fast paths: only an allocation
+// that ran out pays (a stop of the world, waitUnpinned).
+func (a *Allocator) outOfMemory(err error) bool {
+	if !errors.Is(err, ErrOutOfMemory) || mutant.FrontOOMOwnFlush {
+		return false
+	}
+	a.flush()
+	return true
 }
 
 func (a *Allocator) freeSlow(p int, c *Cache, off uintptr) error {
@@ -235,6 +257,14 @@ func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 }
 
 func (a *Allocator) reallocAcquired(b []byte, n int) ([]byte, error) {
+	r, err := a.reallocOnce(b, n)
+	if err != nil && a.outOfMemory(err) { // b is untouched: look again
+		r, err = a.reallocOnce(b, n)
+	}
+	return r, err
+}
+
+func (a *Allocator) reallocOnce(b []byte, n int) ([]byte, error) {
 	p := pin()
 	c, s := a.front.acquire(p, a.front.procs.pinned(p)) // unpins
 	defer a.front.release(c, s)

@@ -535,4 +535,5 @@ var All = []Mutant{
 	{"toucholdestonly", "GUARD-FAULT", "Allocator.Explain", "invariants: TouchQuarantined always touches the oldest object in quarantine: an access to any later one that does not fault, or is reported otherwise, goes unseen (adv20)"},
 	{"expvarclassesnull", "STATS-EXACT", "expvarstats.Publish", "classes is published as null, not [], when no class is active (a fresh Allocator; every one in the refalloc_nostats build) (review28)"},
 	{"wafverifycaponly", "DEBUG-POISON", "Cache.Alloc", "a large (or guarded) object taking used superblocks verifies their poison only up to its capacity: a write after free past it, which the object's free re-poisons, is never reported (review28)"},
+	{"frontoomownflush", "OOM-REAL", "Allocator.Alloc", "an allocation through the Allocator that runs out flushes only the internal cache that served it: the others (other Ps', the shards) keep empty current superblocks, and a program that freed every object gets ErrOutOfMemory (review26)"},
 }

@@ -520,6 +520,7 @@ const (
 	TouchOldestOnly         = false
 	ExpvarClassesNull       = false
 	WAFVerifyCapOnly        = false
+	FrontOOMOwnFlush        = false
 )
 
 func Drop() bool { return false }

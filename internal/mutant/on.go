@@ -537,6 +537,7 @@ var (
 	TouchOldestOnly         = on("toucholdestonly")
 	ExpvarClassesNull       = on("expvarclassesnull")
 	WAFVerifyCapOnly        = on("wafverifycaponly")
+	FrontOOMOwnFlush        = on("frontoomownflush")
 )
 
 var remoteFrees atomic.Uint64
