@@ -206,11 +206,14 @@ func (pc *procCaches) flush() {
 // holds it, if one does. A fast path may still be running on c: see
 // waitUnpinned.
 func (pc *procCaches) take(c *Cache) {
+	waited := false
 	for !c.busy.CompareAndSwap(tokenFree, tokenOutside) {
 		if !lockWait() {
 			runtime.Gosched()
 		}
+		waited = true
 	}
+	lockTaken(waited)
 }
 
 // hold takes c, a per-P cache, for the caller's exclusive use from outside its

@@ -115,8 +115,9 @@ func (a *Allocator) unreserve(b []byte) {
 // offset off for cache c, or says why not; site is where it is freed (guard
 // mode). In guard mode the object is quarantined (GUARD-FAULT).
 func (a *Allocator) freeLarge(c *Cache, off uintptr, site uint32) error {
-	for {
+	for waited := false; ; waited = true {
 		if err := a.freeLargeOnce(c, off, site); err != errResizing {
+			lockTaken(waited)
 			return err
 		}
 		// The object is live and a Realloc is zeroing it in place (resizing):
@@ -331,9 +332,12 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	}
 	var old uint32
 	var dirtySB []bool
-	for {
+	for waited := false; ; waited = true {
 		var ok, busy bool
 		old, dirtySB, ok, busy = a.resizeRun(head, off, cap(b), uint32(spec.LargeSuperblocks(u)), u, site, under)
+		if ok || !busy {
+			lockTaken(waited)
+		}
 		if ok {
 			break
 		}

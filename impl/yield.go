@@ -34,6 +34,7 @@ const (
 	YieldLargeResized   = "large.resized"   // resizeLarge resized the run in place, before zeroing it outside the central lock
 	YieldLargeZeroed    = "large.zeroed"    // resizeLarge zeroed the run resized in place, before frees of it may take effect
 	YieldLockWait       = "lock.wait"       // a lock is busy
+	YieldLockTaken      = "lock.taken"      // a wait at lock.wait ended: the lock is the caller's
 	YieldReallocMoved   = "realloc.moved"   // a moving Realloc allocated its new object, before copying into it
 	YieldRefillAcquire  = "refill.acquire"  // refill drained its stack and found no partial superblock, before acquiring (orphanFull)
 	YieldAllocTaken     = "alloc.taken"     // allocSlow took the current superblock's next group (takeGroupPinned), before checking its lowest object's pending bit
@@ -50,12 +51,15 @@ func lockMu(mu *sync.Mutex) {
 		mu.Lock()
 		return
 	}
+	waited := false
 	for !mu.TryLock() {
 		if !lockWait() {
 			mu.Lock()
 			return
 		}
+		waited = true
 	}
+	lockTaken(waited)
 }
 
 // lock takes the central lock. Its holders hold it for a refill's or a

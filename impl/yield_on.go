@@ -2,7 +2,11 @@
 
 package impl
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/refalloc/refalloc/internal/mutant"
+)
 
 const yieldPoints = true
 
@@ -42,6 +46,18 @@ func lockWait() bool {
 		return true
 	}
 	return false
+}
+
+// lockTaken ends a wait at lock.wait (refalloc_yield builds): the explorer
+// takes a worker at lock.wait whose next yield point is lock.wait again for one
+// that has not got its lock, and lets it run only once another worker makes
+// progress. A worker that got the lock may release others before it next waits
+// (a front slow path gives its P cache's token back, then flushes: OOM-REAL),
+// so the end of a wait is a yield point of its own.
+func lockTaken(waited bool) {
+	if waited && !mutant.LockTakenMissing { // FRONT-EXCLUSIVE
+		yield(YieldLockTaken)
+	}
 }
 
 func schedBucket() (uint32, bool) {

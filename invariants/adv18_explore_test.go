@@ -9,7 +9,7 @@ import "testing"
 // its comment says, and its result counts those rounds.
 func TestExploreChecksFlushed(t *testing.T) {
 	cfg := DrawExploreConfig(adv8Seeded(1))
-	cfg.Rounds = 12
+	cfg.Rounds = 40 // a round is flushed one time in 4: some of 40 are, and not all
 	res, err := Explore(adv8Seeded(2), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -21,7 +22,8 @@ func adv8Seeded(seed uint64) adv8Chooser { return adv8Chooser{rand.New(rand.NewP
 
 // TestExploreReach (FREE-DOUBLE, CACHE-COHERENT, FRONT-EXCLUSIVE: what
 // TestExplore and FuzzExplore drive): DrawExploreConfig reaches 2 to 4
-// workers, every way count, debug mode and not, both pools, two and three
+// workers, every way count, debug mode and not, both pools, the default Decay
+// and none, two and three
 // sizes, a large one; and plan reaches every operation Explore's comment
 // lists: allocations and frees through the worker's cache and the
 // Allocator's, a hand-off to another worker (a remote free), stale frees of a
@@ -30,11 +32,13 @@ func adv8Seeded(seed uint64) adv8Chooser { return adv8Chooser{rand.New(rand.NewP
 func TestExploreReach(t *testing.T) {
 	workers, ways, sizes := map[int]bool{}, map[int]bool{}, map[int]bool{}
 	var debug, nodebug, retain, noretain, large bool
+	decays := map[time.Duration]bool{}
 	for seed := range 300 {
 		cfg := DrawExploreConfig(adv8Seeded(uint64(seed)))
 		workers[cfg.Workers], ways[cfg.Options.SuperblockCacheWays], sizes[len(cfg.Sizes)] = true, true, true
 		debug, nodebug = debug || cfg.Options.Debug, nodebug || !cfg.Options.Debug
 		retain, noretain = retain || cfg.Options.Retain == 0, noretain || cfg.Options.Retain < 0
+		decays[cfg.Options.Decay] = true
 		for _, n := range cfg.Sizes {
 			large = large || n > spec.MaxSmall
 		}
@@ -42,6 +46,11 @@ func TestExploreReach(t *testing.T) {
 	for _, w := range []int{2, 3, 4} {
 		if !workers[w] {
 			t.Errorf("no exploration runs %d workers: %v", w, workers)
+		}
+	}
+	for _, d := range []time.Duration{0, -1} {
+		if !decays[d] {
+			t.Errorf("no exploration runs Decay %v: %v", d, decays)
 		}
 	}
 	for _, w := range []int{1, 8, 16, 32, 64, 128} {

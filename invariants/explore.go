@@ -46,7 +46,8 @@ type ExploreConfig struct {
 // DrawExploreConfig draws a configuration from ch: 2 to 4 workers, a
 // reservation of 4 to 8 superblocks, two or three sizes (small classes and a
 // large object) so that superblocks change class, owner and kind all the time,
-// every way count, debug mode in a third of the runs, memory kept or returned.
+// every way count, debug mode in a third of the runs, memory kept or returned,
+// at once or later.
 func DrawExploreConfig(ch Chooser) ExploreConfig {
 	menu := []int{48, 64, 100, 1024, 2048, 4096, spec.MaxSmall, 70_000}
 	var sizes []int
@@ -65,6 +66,9 @@ func DrawExploreConfig(ch Chooser) ExploreConfig {
 			SuperblockCacheWays: []int{1, 8, 16, 32, 64, 128}[ch.Intn(6, "ways")],
 			Debug:               ch.Intn(3, "debug") == 0,
 			Retain:              []int{0, -1}[ch.Intn(2, "retain")],
+			// the default (1 s, by a timer, which seldom fires in a round:
+			// MEM-ACCOUNT's judge gives it twice its decay) or at once
+			Decay: []time.Duration{0, -1}[ch.Intn(2, "decay")],
 		},
 		Sizes:       sizes,
 		MaxSwitches: 64,
@@ -85,6 +89,10 @@ type ExploreResult struct {
 	Trace string
 }
 
+// maxStalls is how many times in a row a round lets a worker try a lock again
+// when every worker waits for one, a millisecond apart, before it fails.
+const maxStalls = 100
+
 // explorer is the impl.Scheduler: one worker runs at a time; at a yield point
 // it tells the main goroutine where it is and waits, and the main goroutine,
 // which takes every decision from the chooser, says who goes on.
@@ -98,6 +106,7 @@ type explorer struct {
 	steps    int
 	trace    []string
 	events   chan event
+	gids     map[uint64]*eworker // the workers by goroutine ID, fixed before the first round
 }
 
 // event is what the running worker tells the main goroutine.
@@ -126,12 +135,21 @@ type eop struct {
 	run  func()
 }
 
-// Yield is impl.Scheduler.Yield, called by the running worker.
+// Yield is impl.Scheduler.Yield, called by the running worker. A goroutine
+// that is not a worker (the decay timer's, the main goroutine between rounds)
+// is not scheduled: it goes on, and at a busy lock (lock.wait) tries again.
 func (x *explorer) Yield(point string) {
-	if !x.inRound {
-		return // the main goroutine, between rounds
+	w := x.gids[goid()]
+	if mutant.ExploreSchedulesOthers && x.inRound {
+		w = x.cur
 	}
-	w := x.cur
+	if w == nil {
+		runtime.Gosched()
+		return
+	}
+	if !x.inRound {
+		return
+	}
 	x.events <- event{w: w, point: point}
 	<-w.wake
 }
@@ -139,7 +157,8 @@ func (x *explorer) Yield(point string) {
 // Bucket is impl.Scheduler.Bucket: each worker has its own front bucket.
 func (x *explorer) Bucket() uint32 { return uint32(x.cur.idx) }
 
-func (x *explorer) loop(w *eworker) {
+func (x *explorer) loop(w *eworker, gids chan<- uint64) {
+	gids <- goid()
 	for ops := range w.start {
 		<-w.wake
 		func() {
@@ -189,6 +208,7 @@ func (x *explorer) round(plans [][]eop) error {
 	x.cur.wake <- struct{}{}
 	waiting := map[*eworker]bool{}
 	at := map[*eworker]string{} // the yield point each worker is paused at
+	stalls := 0                 // times in a row that every worker waited for a lock
 	for {
 		var ev event
 		select {
@@ -214,6 +234,7 @@ func (x *explorer) round(plans [][]eop) error {
 		// anywhere but a failed lock attempt may have released a lock.
 		if ev.point != impl.YieldLockWait || at[ev.w] != impl.YieldLockWait {
 			clear(waiting)
+			stalls = 0
 		}
 		if ev.point == impl.YieldLockWait {
 			waiting[ev.w] = true
@@ -228,8 +249,16 @@ func (x *explorer) round(plans [][]eop) error {
 		switch {
 		case len(runnable) == 0 && ev.point == "":
 			return nil // every worker ended
+		case len(runnable) == 0 && stalls < maxStalls && !mutant.ExploreNoStalls:
+			// A goroutine the explorer does not schedule (the decay timer's)
+			// may hold the lock for an instant: the waiter tries again.
+			stalls++
+			time.Sleep(time.Millisecond)
+			runnable = append(runnable, ev.w)
 		case len(runnable) == 0:
-			return fmt.Errorf("explore: every worker waits for a lock\n%s", strings.Join(x.trace, "\n"))
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			return fmt.Errorf("explore: every worker waits for a lock\n%s\ngoroutines:\n%s", strings.Join(x.trace, "\n"), buf)
 		}
 		// Most yield points let the worker go on: a race needs one goroutine
 		// to stop in a window while another runs whole operations, which
@@ -247,6 +276,23 @@ func (x *explorer) round(plans [][]eop) error {
 		x.cur = next
 		next.wake <- struct{}{}
 	}
+}
+
+// newExplorer starts cfg.Workers workers, each with a cache of sh's.
+func newExplorer(ch Chooser, cfg ExploreConfig, sh *Shared) (*explorer, error) {
+	x := &explorer{ch: ch, cfg: cfg, events: make(chan event), gids: map[uint64]*eworker{}}
+	gids := make(chan uint64)
+	for i := range cfg.Workers {
+		w := &eworker{idx: i, wake: make(chan struct{}), start: make(chan []eop)}
+		var err error
+		if w.c, w.id, err = sh.OpenCache(); err != nil {
+			return nil, err
+		}
+		x.workers = append(x.workers, w)
+		go x.loop(w, gids)
+		x.gids[<-gids] = w
+	}
+	return x, nil
 }
 
 // Explore runs cfg.Workers goroutines against one Allocator and the Model
@@ -271,14 +317,9 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &explorer{ch: ch, cfg: cfg, events: make(chan event)}
-	for i := range cfg.Workers {
-		w := &eworker{idx: i, wake: make(chan struct{}), start: make(chan []eop)}
-		if w.c, w.id, err = sh.OpenCache(); err != nil {
-			return nil, err
-		}
-		x.workers = append(x.workers, w)
-		go x.loop(w)
+	x, err := newExplorer(ch, cfg, sh)
+	if err != nil {
+		return nil, err
 	}
 	impl.SetScheduler(x)
 	defer impl.SetScheduler(nil)

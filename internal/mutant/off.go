@@ -521,6 +521,9 @@ const (
 	ExpvarClassesNull       = false
 	WAFVerifyCapOnly        = false
 	FrontOOMOwnFlush        = false
+	LockTakenMissing        = false
+	ExploreNoStalls         = false
+	ExploreSchedulesOthers  = false
 )
 
 func Drop() bool { return false }

@@ -538,6 +538,9 @@ var (
 	ExpvarClassesNull       = on("expvarclassesnull")
 	WAFVerifyCapOnly        = on("wafverifycaponly")
 	FrontOOMOwnFlush        = on("frontoomownflush")
+	LockTakenMissing        = on("locktakenmissing")
+	ExploreNoStalls         = on("explorenostalls")
+	ExploreSchedulesOthers  = on("exploreschedulesothers")
 )
 
 var remoteFrees atomic.Uint64
