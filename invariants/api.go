@@ -209,7 +209,7 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 	if err != nil {
 		if got == oracle.OutOfMemory {
 			s := h.A.Snapshot()
-			if vs := CheckOOM(s, h.oomIDs(s, id), n, 1); len(vs) > 0 {
+			if vs := h.checkOOM(s, id, n, 1); len(vs) > 0 {
 				return vs[0]
 			}
 		}

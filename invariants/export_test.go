@@ -54,3 +54,11 @@ var SoakEdges = soakEdges
 // OOMIDs are the caches one of which must show an out-of-memory's state
 // after a call on cache id (OOM-REAL).
 func (h *Harness) OOMIDs(s *impl.Snapshot, id int) []int { return h.oomIDs(s, id) }
+
+// CheckUnroutedFrontOOM is checkOOM for a call on Front through the
+// Allocator's methods (served by no cache the harness chose).
+func (h *Harness) CheckUnroutedFrontOOM(s *impl.Snapshot, n, align int) []*Violation {
+	defer func(served int) { h.served = served }(h.served)
+	h.served = -1
+	return h.checkOOM(s, Front, n, align)
+}

@@ -188,7 +188,7 @@ func (h *Harness) Alloc(id, n, align int) error {
 	if err != nil {
 		if Kind(err) == oracle.OutOfMemory {
 			s := h.A.Snapshot()
-			if vs := CheckOOM(s, h.oomIDs(s, id), n, align); len(vs) > 0 {
+			if vs := h.checkOOM(s, id, n, align); len(vs) > 0 {
 				return vs[0]
 			}
 		}
@@ -238,7 +238,8 @@ func frontIDs(s *impl.Snapshot) []int {
 // internal cache a routed call ran on (call), or, for a call through the
 // Allocator's methods, any internal cache: which one served it is the front's
 // business. "Any" is weak, since an idle internal cache always shows that
-// state, so a routed call is judged by its own cache.
+// state, so a routed call is judged by its own cache, and checkOOM judges an
+// unrouted one by every internal cache.
 func (h *Harness) oomIDs(s *impl.Snapshot, id int) []int {
 	switch {
 	case id != Front:
@@ -247,6 +248,27 @@ func (h *Harness) oomIDs(s *impl.Snapshot, id int) []int {
 		return []int{h.served}
 	}
 	return frontIDs(s)
+}
+
+// checkOOM (OOM-REAL) judges an out-of-memory answer to a call on cache id:
+// by the caches oomIDs names and, for a call through the Allocator's methods,
+// by every internal cache, one by one. Such a call that runs out flushes them
+// all and looks again (Allocator.outOfMemory), so whichever served it, none
+// may still hold objects, own an empty superblock or leave remote frees
+// pending: the harness runs one call at a time, and nothing refills them
+// meanwhile. Free objects of the class in a superblock an internal cache
+// owns are only the serving cache's to use (the others keep their partial
+// superblocks), so oomIDs' "any" judges those.
+func (h *Harness) checkOOM(s *impl.Snapshot, id, n, align int) []*Violation {
+	if id == Front && h.served < 0 && !mutant.FrontOOMAnyOne {
+		sbs, _ := smalls(s)
+		for _, fid := range frontIDs(s) {
+			if why := cacheOOMState(s, sbs, fid, n, align, 0, false); len(why) > 0 {
+				return why
+			}
+		}
+	}
+	return CheckOOM(s, h.oomIDs(s, id), n, align)
 }
 
 func (h *Harness) allocClosed(id, n, align int) error {

@@ -728,33 +728,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 	}
 	var first []*Violation
 	for _, id := range ids {
-		var why []*Violation
-		for _, c := range s.Caches {
-			if c.ID != id {
-				continue
-			}
-			for _, h := range c.Held {
-				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory holding %d objects of class %d", n, align, id, bits.OnesCount32(h.Bits), h.Class))
-			}
-		}
-		for _, sb := range sbs {
-			if sb.Owner != id {
-				continue
-			}
-			pending := 0
-			for g := range sb.Pending {
-				pending += bits.OnesCount32(sb.Pending[g])
-			}
-			switch free := sb.NFree + sb.LocalFreed; {
-			case pending > 0 && !mutant.OOMOwnPending:
-				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d remote frees pending in its superblock %d (class %d, %s, %d of %d free)",
-					n, align, id, pending, sb.Index, sb.Class, sb.List, sb.NFree+sb.LocalFreed, sb.Objects))
-			case free == sb.Objects:
-				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory owning empty superblock %d (class %d, %s)", n, align, id, sb.Index, sb.Class, sb.List))
-			case sb.Class == k && free > 0 && (!mutant.OOMOwnPartial || free >= max(1, sb.Objects/16)):
-				why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d free objects in its superblock %d", n, align, id, free, sb.Index))
-			}
-		}
+		why := cacheOOMState(s, sbs, id, n, align, k, true)
 		if len(why) == 0 {
 			return nil
 		}
@@ -763,6 +737,42 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 		}
 	}
 	return first
+}
+
+// cacheOOMState is why cache id does not show the state an out-of-memory of
+// Alloc(n, align) (class k) leaves in the cache that served it: objects held,
+// remote frees pending in a superblock it owns, an empty one it owns, and, if
+// ofClass, free objects of class k in one it owns (sbs: the small
+// superblocks).
+func cacheOOMState(s *impl.Snapshot, sbs map[int]small, id, n, align, k int, ofClass bool) []*Violation {
+	var why []*Violation
+	for _, c := range s.Caches {
+		if c.ID != id {
+			continue
+		}
+		for _, h := range c.Held {
+			why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory holding %d objects of class %d", n, align, id, bits.OnesCount32(h.Bits), h.Class))
+		}
+	}
+	for _, sb := range sbs {
+		if sb.Owner != id {
+			continue
+		}
+		pending := 0
+		for g := range sb.Pending {
+			pending += bits.OnesCount32(sb.Pending[g])
+		}
+		switch free := sb.NFree + sb.LocalFreed; {
+		case pending > 0 && !mutant.OOMOwnPending:
+			why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d remote frees pending in its superblock %d (class %d, %s, %d of %d free)",
+				n, align, id, pending, sb.Index, sb.Class, sb.List, sb.NFree+sb.LocalFreed, sb.Objects))
+		case free == sb.Objects:
+			why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory owning empty superblock %d (class %d, %s)", n, align, id, sb.Index, sb.Class, sb.List))
+		case ofClass && sb.Class == k && free > 0 && (!mutant.OOMOwnPartial || free >= max(1, sb.Objects/16)):
+			why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d free objects in its superblock %d", n, align, id, free, sb.Index))
+		}
+	}
+	return why
 }
 
 // SuperblockAt returns the header of the superblock holding addr in the

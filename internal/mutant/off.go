@@ -498,6 +498,7 @@ const (
 	GuardedWAFLarge         = false
 	CarvedSiteUnnamed       = false
 	GuardShrinkPooled       = false
+	FrontOOMAnyOne          = false
 	MissNoReset             = false
 	TakeGroupUnpublished    = false
 	InitSmallStaleBits      = false

@@ -515,6 +515,7 @@ var (
 	GuardedWAFLarge         = on("guardedwaflarge")
 	CarvedSiteUnnamed       = on("carvedsiteunnamed")
 	GuardShrinkPooled       = on("guardshrinkpooled")
+	FrontOOMAnyOne          = on("frontoomanyone")
 	MissNoReset             = on("missnoreset")
 	TakeGroupUnpublished    = on("takegroupunpublished")
 	InitSmallStaleBits      = on("initsmallstalebits")
