@@ -103,6 +103,15 @@ func (sb small) live(g int) uint32 {
 	return sb.valid(g) &^ (sb.Free[g] | sb.Pending[g] | sb.heldBits(g))
 }
 
+// pendingFrees counts the remote frees pending in the superblock.
+func (sb small) pendingFrees() int {
+	n := 0
+	for _, w := range sb.Pending {
+		n += bits.OnesCount32(w)
+	}
+	return n
+}
+
 // badPending are pending remote frees of objects that are not live: remote
 // double frees that the owner has yet to find.
 func (sb small) badPending(g int) uint32 {
@@ -710,10 +719,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 		if !sb.Orphan {
 			continue
 		}
-		pending := 0
-		for g := range sb.Pending {
-			pending += bits.OnesCount32(sb.Pending[g])
-		}
+		pending := sb.pendingFrees()
 		switch free := sb.NFree + sb.LocalFreed; {
 		case pending > 0 && !mutant.OOMOrphanPending:
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d remote frees pending in orphan %d", n, align, pending, sb.Index))
@@ -758,10 +764,7 @@ func cacheOOMState(s *impl.Snapshot, sbs map[int]small, id, n, align, k int, ofC
 		if sb.Owner != id {
 			continue
 		}
-		pending := 0
-		for g := range sb.Pending {
-			pending += bits.OnesCount32(sb.Pending[g])
-		}
+		pending := sb.pendingFrees()
 		switch free := sb.NFree + sb.LocalFreed; {
 		case pending > 0 && !mutant.OOMOwnPending:
 			why = append(why, violation(spec.RuleOOMReal, "Alloc(%d, %d) on cache %d ran out of memory with %d remote frees pending in its superblock %d (class %d, %s, %d of %d free)",
