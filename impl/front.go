@@ -191,6 +191,9 @@ func (a *Allocator) allocSlow(p int, c *Cache, n, align int) ([]byte, error) {
 	b, err := a.allocAcquired(p, c, n, align)
 	if err != nil && a.outOfMemory(err) {
 		p = pin()
+		if mutant.FrontOOMRetryAlign1 { // ALIGN: the retry asks for alignment 1
+			align = 1
+		}
 		b, err = a.allocAcquired(p, a.front.procs.pinned(p), n, align)
 	}
 	if !mutant.AllocNoDeliver {
@@ -259,6 +262,9 @@ func (a *Allocator) Realloc(b []byte, n int) ([]byte, error) {
 func (a *Allocator) reallocAcquired(b []byte, n int) ([]byte, error) {
 	r, err := a.reallocOnce(b, n)
 	if err != nil && a.outOfMemory(err) { // b is untouched: look again
+		if mutant.FrontOOMRetryNil { // REFINES, CONSERVE: the retry is an Alloc, b neither copied nor freed
+			b = nil
+		}
 		r, err = a.reallocOnce(b, n)
 	}
 	return r, err

@@ -525,6 +525,8 @@ const (
 	LockTakenMissing        = false
 	ExploreNoStalls         = false
 	ExploreSchedulesOthers  = false
+	FrontOOMRetryAlign1     = false
+	FrontOOMRetryNil        = false
 )
 
 func Drop() bool { return false }

@@ -542,6 +542,8 @@ var (
 	LockTakenMissing        = on("locktakenmissing")
 	ExploreNoStalls         = on("explorenostalls")
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
+	FrontOOMRetryAlign1     = on("frontoomretryalign1")
+	FrontOOMRetryNil        = on("frontoomretrynil")
 )
 
 var remoteFrees atomic.Uint64
