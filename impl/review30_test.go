@@ -1,0 +1,61 @@
+package impl_test
+
+import (
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
+)
+
+// TestReallocGrowInPlaceAfterOOMFlush (OOM-REAL): a Cache.Realloc growing a
+// large object whose next superblocks are the cache's own empty current
+// superblock (or, in guard mode, a quarantined object) must not answer
+// ErrOutOfMemory when giving those back makes room to grow in place: the
+// out-of-memory retry looked again for a new run only, so the same call,
+// made again, succeeded in place (review30).
+func TestReallocGrowInPlaceAfterOOMFlush(t *testing.T) {
+	const sb = spec.SuperblockSize
+	for _, guard := range []bool{false, true} {
+		t.Run(map[bool]string{false: "current", true: "quarantine"}[guard], func(t *testing.T) {
+			opt := impl.Options{Reserve: 16 * sb}
+			if guard {
+				opt.Guard.Enabled, opt.Guard.SampleRate = true, -1
+			}
+			a, err := impl.New(opt)
+			must(t, err)
+			c, err := a.NewCache()
+			must(t, err)
+			big, err := c.Alloc(8 * sb) // superblocks 0-7
+			must(t, err)
+			if guard {
+				// A freed large object quarantined at superblocks 8-11 (the
+				// quarantine's bound: a quarter of the reservation).
+				x, err := c.Alloc(4 * sb)
+				must(t, err)
+				must(t, c.Free(x))
+			} else {
+				// Superblock 8 the cache's current, empty but for its held group.
+				s, err := c.Alloc(64)
+				must(t, err)
+				s[0] = 1 // dirty: growing over it must clear it
+				must(t, c.Free(s))
+			}
+			big[0] = 7
+			r, err := c.Realloc(big, 12*sb)
+			if err != nil {
+				t.Fatalf("guard %v: Realloc to 12 superblocks of 8 at the start of 16: %v", guard, err)
+			}
+			if &r[0] != &big[0] || r[0] != 7 {
+				t.Fatalf("guard %v: it moved or lost its bytes", guard)
+			}
+			for i, x := range r[1:cap(r)] {
+				if x != 0 {
+					t.Fatalf("guard %v: byte %d of the grown object reads %d", guard, 1+i, x)
+				}
+			}
+			must(t, c.Free(r))
+			must(t, c.Close())
+			must(t, a.Close())
+		})
+	}
+}
