@@ -542,6 +542,7 @@ var (
 	LockTakenMissing        = on("locktakenmissing")
 	ExploreNoStalls         = on("explorenostalls")
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
+	ReallocOOMNoRegrow      = on("reallocoomnoregrow")
 )
 
 var remoteFrees atomic.Uint64
