@@ -395,7 +395,9 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 			usable, alloc := tail.usable, tail.site
 			tail.usable, tail.site = uintptr(old-m)<<spec.SuperblockShift, head.site
 			if a.quarantine(tail, old-m, spec.Large, site) {
-				a.counts.large -= int(old - m)
+				if !mutant.ShrinkQuarLargeCount { // MEM-ACCOUNT: else the quarantined tail stays in use
+					a.counts.large -= int(old - m)
+				}
 				break
 			}
 			tail.usable, tail.site = usable, alloc

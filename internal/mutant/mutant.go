@@ -541,4 +541,5 @@ var All = []Mutant{
 	{"exploreschedulesothers", "FRONT-EXCLUSIVE", "Allocator.Flush", "invariants: the explorer takes a yield point reached by a goroutine that is not a worker (the decay timer's) for the running worker's, and the round hangs"},
 	{"locktakenmissing", "FRONT-EXCLUSIVE", "Allocator.Flush", "a wait at a busy lock or token ends without the lock.taken yield point: the interleaving explorer takes a worker that got one lock, released another and waited again for one that never got its lock, and calls two such workers a deadlock (a front call that ran out and flushes, beside Allocator.Flush)"},
 	{"reallocoomnoregrow", "OOM-REAL", "Cache.Realloc", "a Realloc growing a large object that runs out does not look again in place: what its failed move gave up (the cache's empty superblocks, the quarantine) may be the superblocks right after it, and the same call made again grows there (review30)"},
+	{"shrinkquarlargecount", "MEM-ACCOUNT", "Cache.Realloc", "in guard mode a large object shrunk in place quarantines the superblocks past its new size without taking them off the large count: LargeSuperblocks and InUse count them in use, for good (review30)"},
 }

@@ -526,6 +526,7 @@ const (
 	ExploreNoStalls         = false
 	ExploreSchedulesOthers  = false
 	ReallocOOMNoRegrow      = false
+	ShrinkQuarLargeCount    = false
 )
 
 func Drop() bool { return false }

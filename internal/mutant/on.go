@@ -543,6 +543,7 @@ var (
 	ExploreNoStalls         = on("explorenostalls")
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
 	ReallocOOMNoRegrow      = on("reallocoomnoregrow")
+	ShrinkQuarLargeCount    = on("shrinkquarlargecount")
 )
 
 var remoteFrees atomic.Uint64
