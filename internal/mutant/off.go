@@ -527,6 +527,7 @@ const (
 	ExploreSchedulesOthers  = false
 	ReallocOOMNoRegrow      = false
 	ShrinkQuarLargeCount    = false
+	OOMGrowUnchecked        = false
 )
 
 func Drop() bool { return false }

@@ -544,6 +544,7 @@ var (
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
 	ReallocOOMNoRegrow      = on("reallocoomnoregrow")
 	ShrinkQuarLargeCount    = on("shrinkquarlargecount")
+	OOMGrowUnchecked        = on("oomgrowunchecked")
 )
 
 var remoteFrees atomic.Uint64
