@@ -323,7 +323,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	// the zeroing ends (INTEGRITY; TestResizeInPlaceRacesFree).
 	locked := a.debug || a.guard.on
 	var site uint32 // GUARD-FAULT: where a shrink freed the superblocks it gives back
-	if a.guard.on && spec.LargeSuperblocks(u) < spec.LargeSuperblocks(cap(b)) {
+	if a.guard.on && spec.LargeSuperblocks(u) < spec.LargeSuperblocks(cap(b)) && !mutant.ShrinkNoFreeSite {
 		site = a.sites.record()
 	}
 	var under func(uint32, []bool, []uint32)

@@ -1,6 +1,7 @@
 package impl_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
@@ -83,4 +84,26 @@ func TestGuardShrinkInPlaceLeavesInUse(t *testing.T) {
 		must(t, c.Close())
 		must(t, a.Close())
 	}
+}
+
+// TestGuardShrinkInPlaceTailNamesStacks (GUARD-FAULT): an access through the
+// slice a Realloc shrank in place, past the new object, faults, and the report
+// names the shrinking Realloc as the stack that freed the superblocks given
+// back and the object's allocation as the one that allocated them (slip: the
+// shrink recorded no site, and the report named no freeing stack).
+func TestGuardShrinkInPlaceTailNamesStacks(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{SampleRate: -1})
+	needProtect(t, a)
+	c := mustCache(t, a)
+	b, r := shrinkInPlace(t, c)
+	e := touch(a, b, 2*spec.SuperblockSize+3, false)
+	if e == nil {
+		t.Fatal("a read of the superblocks the shrink gave back did not fault")
+	}
+	if e.Object != addrOf(b)+spec.SuperblockSize || e.Offset != spec.SuperblockSize+3 ||
+		!strings.Contains(e.FreeSite, "shrinkInPlace") || !strings.Contains(e.AllocSite, "shrinkInPlace") {
+		t.Fatalf("the report names object %#x offset %d, freed at %q, allocated at %q; want %#x offset %d, both in shrinkInPlace",
+			e.Object, e.Offset, e.FreeSite, e.AllocSite, addrOf(b)+spec.SuperblockSize, spec.SuperblockSize+3)
+	}
+	must(t, c.Free(r))
 }

@@ -528,6 +528,7 @@ const (
 	ReallocOOMNoRegrow      = false
 	ShrinkQuarLargeCount    = false
 	OOMGrowUnchecked        = false
+	ShrinkNoFreeSite        = false
 )
 
 func Drop() bool { return false }

@@ -545,6 +545,7 @@ var (
 	ReallocOOMNoRegrow      = on("reallocoomnoregrow")
 	ShrinkQuarLargeCount    = on("shrinkquarlargecount")
 	OOMGrowUnchecked        = on("oomgrowunchecked")
+	ShrinkNoFreeSite        = on("shrinknofreesite")
 )
 
 var remoteFrees atomic.Uint64
