@@ -3,6 +3,7 @@ package impl_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -106,4 +107,32 @@ func TestGuardShrinkInPlaceTailNamesStacks(t *testing.T) {
 			e.Object, e.Offset, e.FreeSite, e.AllocSite, addrOf(b)+spec.SuperblockSize, spec.SuperblockSize+3)
 	}
 	must(t, c.Free(r))
+}
+
+// TestDecayTimerArmedForDecay (MEM-ACCOUNT, Options.Decay): the timer that
+// returns what the pool holds past Retain when nothing else happens is armed
+// for Decay, no longer: a superblock pooled just after it was armed is
+// returned at its second firing at the latest, within twice the decay (slip:
+// armed for twice Decay, the suite's timer tests, which wait in real time or
+// fire it by hand, passed).
+func TestDecayTimerArmedForDecay(t *testing.T) {
+	for _, decay := range []time.Duration{time.Hour, time.Millisecond} {
+		a, err := impl.New(impl.Options{Reserve: 64 * spec.SuperblockSize, Retain: -1, Decay: decay})
+		must(t, err)
+		var delays []time.Duration
+		impl.SetTimerFunc(a, func(d time.Duration, f func()) *time.Timer {
+			delays = append(delays, d)
+			return time.AfterFunc(time.Hour, f) // never fires in the test
+		})
+		c := mustCache(t, a)
+		b, err := c.Alloc(spec.MaxSmall + 1)
+		must(t, err)
+		b[0] = 1
+		must(t, c.Free(b)) // one dirty superblock past Retain (none): arms the timer
+		must(t, c.Close())
+		must(t, a.Close())
+		if len(delays) != 1 || delays[0] != decay {
+			t.Fatalf("Decay %v: the timer was armed for %v, want once for the decay", decay, delays)
+		}
+	}
 }

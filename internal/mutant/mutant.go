@@ -544,4 +544,5 @@ var All = []Mutant{
 	{"shrinkquarlargecount", "MEM-ACCOUNT", "Cache.Realloc", "in guard mode a large object shrunk in place quarantines the superblocks past its new size without taking them off the large count: LargeSuperblocks and InUse count them in use, for good (review30)"},
 	{"oomgrowunchecked", "OOM-REAL", "invariants.Harness.Realloc", "invariants: the harness does not check a Realloc's out-of-memory against growing in place: a large object's Realloc that runs out with the superblocks right after it free passes (impl mutant reallocoomnoregrow then passes the machines) (review30)"},
 	{"shrinknofreesite", "GUARD-FAULT", "Cache.Realloc", "in guard mode a large object shrunk in place records no stack for the superblocks it quarantines: a fault through the old slice past the new object is reported with no freeing stack (review30)"},
+	{"timertwicedecay", "MEM-ACCOUNT", "Options.Decay", "the decay timer is armed for twice Decay: a superblock pooled past Retain just after it was armed waits up to three times the decay before the OS gets it back (review30)"},
 }

@@ -529,6 +529,7 @@ const (
 	ShrinkQuarLargeCount    = false
 	OOMGrowUnchecked        = false
 	ShrinkNoFreeSite        = false
+	TimerTwiceDecay         = false
 )
 
 func Drop() bool { return false }

@@ -546,6 +546,7 @@ var (
 	ShrinkQuarLargeCount    = on("shrinkquarlargecount")
 	OOMGrowUnchecked        = on("oomgrowunchecked")
 	ShrinkNoFreeSite        = on("shrinknofreesite")
+	TimerTwiceDecay         = on("timertwicedecay")
 )
 
 var remoteFrees atomic.Uint64
