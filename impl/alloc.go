@@ -888,7 +888,7 @@ func (a *Allocator) purgeOnGrowth(fresh int) {
 func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
-		if sb := a.lookup(uintptr(i)); sb.dirty {
+		if sb := a.lookup(uintptr(i)); sb.dirty || mutant.PooledCountsFresh { // MEM-ACCOUNT: a fresh one is not the pool's to decay
 			if !mutant.PooledAtStale || sb.pooledAt == 0 { // MEM-ACCOUNT: it waits the decay from this return
 				sb.pooledAt = now
 			}

@@ -136,3 +136,36 @@ func TestDecayTimerArmedForDecay(t *testing.T) {
 		}
 	}
 }
+
+// TestQuarantineReleaseKeepsRetain (MEM-ACCOUNT, GUARD-FAULT): superblocks
+// leaving the quarantine where guard mode protects come back fresh (they
+// were returned to the OS as they went in), so the pool does not count them
+// among its committed ones: a pool holding exactly Retain of committed
+// superblocks keeps them for good after such a release (slip: pooled counted
+// every superblock it was given, fresh ones too, so the pool seemed past
+// Retain and its decay returned memory within Retain).
+func TestQuarantineReleaseKeepsRetain(t *testing.T) {
+	const retain = 4
+	a, err := impl.New(impl.Options{Reserve: 64 * sbBytes, Retain: retain * sbBytes, Decay: time.Hour,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: -1, QuarantineObjects: 1, QuarantineBytes: 2 * sbBytes}})
+	must(t, err)
+	defer a.Close()
+	needProtect(t, a)
+	clock := time.Now().UnixNano()
+	impl.SetClock(a, func() int64 { return clock })
+	c := mustCache(t, a)
+	defer c.Close()
+	x := allocSBs(t, c, retain)
+	y, z := allocSBs(t, c, 2), allocSBs(t, c, 2)
+	must(t, c.Free(y)) // quarantined, returned to the OS
+	must(t, c.Free(z)) // quarantined in y's place: y's superblocks come back fresh
+	must(t, c.Free(x)) // past the quarantine's bytes: the pool holds exactly Retain committed
+	if h := held(a); h != retain*sbBytes {
+		t.Fatalf("the pool holds %d bytes committed, want Retain, %d", h, retain*sbBytes)
+	}
+	clock += int64(2 * time.Hour)
+	impl.FireDecayTimer(a)
+	if h := held(a); h != retain*sbBytes {
+		t.Fatalf("two decays on, the pool holds %d bytes committed, want all %d of Retain kept", h, retain*sbBytes)
+	}
+}

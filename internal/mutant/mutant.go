@@ -545,4 +545,5 @@ var All = []Mutant{
 	{"oomgrowunchecked", "OOM-REAL", "invariants.Harness.Realloc", "invariants: the harness does not check a Realloc's out-of-memory against growing in place: a large object's Realloc that runs out with the superblocks right after it free passes (impl mutant reallocoomnoregrow then passes the machines) (review30)"},
 	{"shrinknofreesite", "GUARD-FAULT", "Cache.Realloc", "in guard mode a large object shrunk in place records no stack for the superblocks it quarantines: a fault through the old slice past the new object is reported with no freeing stack (review30)"},
 	{"timertwicedecay", "MEM-ACCOUNT", "Options.Decay", "the decay timer is armed for twice Decay: a superblock pooled past Retain just after it was armed waits up to three times the decay before the OS gets it back (review30)"},
+	{"pooledcountsfresh", "MEM-ACCOUNT", "Options.Retain", "the pool counts every superblock it is given among its committed ones, also fresh ones (a guarded object's leaving the quarantine, returned to the OS as it went in): the pool seems past Retain, and its decay returns memory within Retain (review30)"},
 }

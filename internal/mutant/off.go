@@ -530,6 +530,7 @@ const (
 	OOMGrowUnchecked        = false
 	ShrinkNoFreeSite        = false
 	TimerTwiceDecay         = false
+	PooledCountsFresh       = false
 )
 
 func Drop() bool { return false }

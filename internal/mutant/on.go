@@ -547,6 +547,7 @@ var (
 	OOMGrowUnchecked        = on("oomgrowunchecked")
 	ShrinkNoFreeSite        = on("shrinknofreesite")
 	TimerTwiceDecay         = on("timertwicedecay")
+	PooledCountsFresh       = on("pooledcountsfresh")
 )
 
 var remoteFrees atomic.Uint64
