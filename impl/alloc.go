@@ -387,6 +387,7 @@ type Allocator struct {
 	dirtyTop  uint32
 	poolWalks int // decommitPool's walks, for TestDecayWalksOncePerDecay
 	now       func() int64
+	after     func(time.Duration, func()) *time.Timer // time.AfterFunc; tests see the decay timer's delay
 	// orphanNotify is the notification stack of orphaned superblocks; drained
 	// under mu.
 	orphanNotify atomic.Pointer[superblock]
@@ -600,6 +601,7 @@ func New(opt Options) (*Allocator, error) {
 		retain:  (retain + int(b2i(mutant.RetainRoundUp))*(spec.SuperblockSize-1)) >> spec.SuperblockShift,
 		decay:   int64(decay),
 		now:     func() int64 { return time.Now().UnixNano() },
+		after:   time.AfterFunc,
 	}
 	gr := reserve
 	if mutant.QuarBytesOptReserve {
@@ -886,7 +888,7 @@ func (a *Allocator) purgeOnGrowth(fresh int) {
 func (a *Allocator) pooled(start, n uint32) {
 	now := a.now()
 	for i := start; i < start+n; i++ {
-		if sb := a.lookup(uintptr(i)); sb.dirty {
+		if sb := a.lookup(uintptr(i)); sb.dirty || mutant.PooledCountsFresh { // MEM-ACCOUNT: a fresh one is not the pool's to decay
 			if !mutant.PooledAtStale || sb.pooledAt == 0 { // MEM-ACCOUNT: it waits the decay from this return
 				sb.pooledAt = now
 			}
@@ -924,7 +926,11 @@ func (a *Allocator) decayPool(now int64) {
 		a.decommitPool(a.retain/2, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
 	}
 	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
-		a.timer = time.AfterFunc(time.Duration(a.decay), a.decayLater)
+		d := time.Duration(a.decay) // MEM-ACCOUNT: so nothing waits past twice the decay
+		if mutant.TimerTwiceDecay {
+			d *= 2
+		}
+		a.timer = a.after(d, a.decayLater)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/spec"
@@ -18,6 +19,13 @@ func SetClock(a *Allocator, now func() int64) {
 	a.lock()
 	defer a.mu.Unlock()
 	a.now = now
+}
+
+// SetTimerFunc replaces time.AfterFunc for a's decay timer.
+func SetTimerFunc(a *Allocator, after func(time.Duration, func()) *time.Timer) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.after = after
 }
 
 // DecayNow does what the decay timer does when it fires.

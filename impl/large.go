@@ -323,7 +323,7 @@ func (a *Allocator) resizeLarge(b []byte, n, keep int) ([]byte, bool) {
 	// the zeroing ends (INTEGRITY; TestResizeInPlaceRacesFree).
 	locked := a.debug || a.guard.on
 	var site uint32 // GUARD-FAULT: where a shrink freed the superblocks it gives back
-	if a.guard.on && spec.LargeSuperblocks(u) < spec.LargeSuperblocks(cap(b)) {
+	if a.guard.on && spec.LargeSuperblocks(u) < spec.LargeSuperblocks(cap(b)) && !mutant.ShrinkNoFreeSite {
 		site = a.sites.record()
 	}
 	var under func(uint32, []bool, []uint32)
@@ -395,7 +395,9 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 			usable, alloc := tail.usable, tail.site
 			tail.usable, tail.site = uintptr(old-m)<<spec.SuperblockShift, head.site
 			if a.quarantine(tail, old-m, spec.Large, site) {
-				a.counts.large -= int(old - m)
+				if !mutant.ShrinkQuarLargeCount { // MEM-ACCOUNT: else the quarantined tail stays in use
+					a.counts.large -= int(old - m)
+				}
 				break
 			}
 			tail.usable, tail.site = usable, alloc

@@ -3,6 +3,7 @@
 package impl
 
 import (
+	"errors"
 	"unsafe"
 
 	"github.com/refalloc/refalloc/internal/mutant"
@@ -79,6 +80,15 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 	reserved := large
 	if large {
 		nb, err = c.allocOther(n, 1, true)
+		if errors.Is(err, ErrOutOfMemory) && !mutant.ReallocOOMNoRegrow {
+			// OOM-REAL: the move found no run, but what its allocation gave
+			// up first (this cache's empty superblocks, the quarantine) may
+			// be the superblocks right after b: grow in place into them, as
+			// the same call made again would.
+			if r, ok := c.resize(b, n, keep); ok {
+				return r, nil
+			}
+		}
 	} else if c.a.guard.sampled {
 		nb, err = c.allocReserving(n)
 		reserved = err == nil && (c.gotReserved || mutant.ReservedGuardAll)

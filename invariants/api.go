@@ -212,6 +212,11 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 			if vs := h.checkOOM(s, id, n, 1); len(vs) > 0 {
 				return vs[0]
 			}
+			if live {
+				if v := CheckReallocOOM(s, old, cap(b), n); v != nil {
+					return v
+				}
+			}
 		}
 		if live { // b is untouched and still live
 			if v := h.intact(old); v != nil {
@@ -425,4 +430,25 @@ func (h *Harness) FreeOffset(id int, anchor []byte, delta int) error {
 		return err
 	}
 	return h.step(nil)
+}
+
+// CheckReallocOOM (OOM-REAL) judges an out-of-memory answer to a Realloc of
+// the live object at old, of capacity usable, to n bytes: a large object that
+// stays large grows in place into the free superblocks right after it, so
+// none of the pool's runs may start there long enough for it (what the failed
+// move gave up first, a cache's empty superblocks or the quarantine, may be
+// those superblocks: impl.Cache.realloc looks again in place).
+func CheckReallocOOM(s *impl.Snapshot, old uintptr, usable, n int) *Violation {
+	if mutant.OOMGrowUnchecked || usable <= spec.MaxSmall || n <= spec.MaxSmall || n > spec.MaxAlloc || uintptr(n) > s.Size || old-s.Base >= s.Size {
+		return nil
+	}
+	have := oracle.LargeSpan(usable)
+	end, need := int((old-s.Base)/spec.SuperblockSize)+have, oracle.LargeSpan(n)-have
+	for _, r := range s.FreeRuns {
+		if r.Start == end && r.N >= need {
+			return violation(spec.RuleOOMReal, "Realloc(%#x, %d) of a large object of %d superblocks ran out of memory with %d free superblocks right after it, %d needed to grow in place",
+				old, n, have, r.N, need)
+		}
+	}
+	return nil
 }

@@ -527,6 +527,12 @@ const (
 	ExploreSchedulesOthers  = false
 	FrontOOMRetryAlign1     = false
 	FrontOOMRetryNil        = false
+	ReallocOOMNoRegrow      = false
+	ShrinkQuarLargeCount    = false
+	OOMGrowUnchecked        = false
+	ShrinkNoFreeSite        = false
+	TimerTwiceDecay         = false
+	PooledCountsFresh       = false
 )
 
 func Drop() bool { return false }

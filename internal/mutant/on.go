@@ -544,6 +544,12 @@ var (
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
 	FrontOOMRetryAlign1     = on("frontoomretryalign1")
 	FrontOOMRetryNil        = on("frontoomretrynil")
+	ReallocOOMNoRegrow      = on("reallocoomnoregrow")
+	ShrinkQuarLargeCount    = on("shrinkquarlargecount")
+	OOMGrowUnchecked        = on("oomgrowunchecked")
+	ShrinkNoFreeSite        = on("shrinknofreesite")
+	TimerTwiceDecay         = on("timertwicedecay")
+	PooledCountsFresh       = on("pooledcountsfresh")
 )
 
 var remoteFrees atomic.Uint64
