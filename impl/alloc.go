@@ -600,7 +600,7 @@ func New(opt Options) (*Allocator, error) {
 		caches:  map[*Cache]struct{}{},
 		retain:  (retain + int(b2i(mutant.RetainRoundUp))*(spec.SuperblockSize-1)) >> spec.SuperblockShift,
 		decay:   int64(decay),
-		now:     func() int64 { return time.Now().UnixNano() },
+		now:     monotonicClock(time.Now()),
 		after:   time.AfterFunc,
 	}
 	gr := reserve
@@ -932,6 +932,15 @@ func (a *Allocator) decayPool(now int64) {
 		}
 		a.timer = a.after(d, a.decayLater)
 	}
+}
+
+// monotonicClock is the Allocator's clock (MEM-ACCOUNT's decay): nanoseconds
+// on the wall clock at start, then on the monotonic clock, so that the wall
+// clock stepping back (NTP, a VM resumed) does not stop the pool's decay for
+// as long as it stepped.
+func monotonicClock(start time.Time) func() int64 {
+	wall := start.UnixNano()
+	return func() int64 { return wall + int64(time.Since(start)) }
 }
 
 // decayLater is the timer's: the pool decays without waiting for a release.
