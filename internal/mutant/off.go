@@ -525,6 +525,7 @@ const (
 	LockTakenMissing        = false
 	ExploreNoStalls         = false
 	ExploreSchedulesOthers  = false
+	FreeHeldFirstObj        = false
 )
 
 func Drop() bool { return false }

@@ -542,6 +542,7 @@ var (
 	LockTakenMissing        = on("locktakenmissing")
 	ExploreNoStalls         = on("explorenostalls")
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
+	FreeHeldFirstObj        = on("freeheldfirstobj")
 )
 
 var remoteFrees atomic.Uint64
