@@ -27,3 +27,33 @@ func TestConserveFreeAndHeldEveryObject(t *testing.T) {
 		})
 	}
 }
+
+// TestConserveOrphanHeld (CONSERVE): objects held by a cache belong to a
+// superblock that cache owns; an orphan's objects held by a cache are
+// reported like any other owner's.
+// Slip (heldorphanok): the held-by-its-owner check skips superblocks with no
+// owner (sb.Owner >= 0), so a cache holding an orphan's objects passes.
+func TestConserveOrphanHeld(t *testing.T) {
+	h, _, _, k := fresh64(t)
+	s := clean(t, h)
+	sb := smallOf(t, s, k)
+	sb.Owner, sb.Orphan = -1, true
+	fires(t, spec.RuleConserve, "but owned by -1", invariants.Check(s, h.M))
+}
+
+// TestStatsLeadHeldClassEveryClass (STATS-LEAD): a held group whose class is
+// not its superblock's is reported whatever class it claims, class 0 too.
+// Slip (heldclasszero): the class comparison is skipped for held groups of
+// class 0 (h.Class > 0), so class-0 objects held from a class-4 superblock
+// pass, and the Allocs credit goes to the wrong class.
+func TestStatsLeadHeldClassEveryClass(t *testing.T) {
+	h, c, _, k := fresh64(t)
+	for j := range spec.NumClasses {
+		if j == k {
+			continue
+		}
+		s := clean(t, h)
+		cacheOf(t, s, c).Held[0].Class = j
+		fires(t, spec.RuleStatsLead, fmt.Sprintf("holds class-%d objects from a class-%d superblock", j, k), invariants.Check(s, h.M))
+	}
+}

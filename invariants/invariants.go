@@ -267,7 +267,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d: orphan %v with owner %d", sb.Index, sb.Orphan, sb.Owner))
 		case sb.Owner >= 0 && !open[sb.Owner]:
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d is owned by cache %d, which is not open", sb.Index, sb.Owner))
-		case sb.held != nil && sb.hold != sb.Owner:
+		case sb.held != nil && sb.hold != sb.Owner && !(mutant.HeldOrphanOK && sb.Owner < 0): // CONSERVE: an orphan's held objects pass
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d is held by cache %d but owned by %d", sb.Index, sb.hold, sb.Owner))
 		}
 	}
@@ -349,7 +349,7 @@ func statsLead(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violatio
 			if n > spec.ClassObjects(h.Class) || mutant.HeldBound && n == spec.ClassObjects(h.Class) {
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds %d objects of class %d, more than a superblock's %d", c.ID, n, h.Class, spec.ClassObjects(h.Class)))
 			}
-			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class {
+			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class && !(mutant.HeldClassZero && h.Class == 0) { // STATS-LEAD: class-0 held groups pass
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds class-%d objects from a class-%d superblock", c.ID, h.Class, sb.Class))
 			}
 			held[h.Class] += uint64(n)

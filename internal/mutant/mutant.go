@@ -541,4 +541,6 @@ var All = []Mutant{
 	{"exploreschedulesothers", "FRONT-EXCLUSIVE", "Allocator.Flush", "invariants: the explorer takes a yield point reached by a goroutine that is not a worker (the decay timer's) for the running worker's, and the round hangs"},
 	{"locktakenmissing", "FRONT-EXCLUSIVE", "Allocator.Flush", "a wait at a busy lock or token ends without the lock.taken yield point: the interleaving explorer takes a worker that got one lock, released another and waited again for one that never got its lock, and calls two such workers a deadlock (a front call that ran out and flushes, beside Allocator.Flush)"},
 	{"freeheldfirstobj", "CONSERVE", "Cache.Alloc", "invariants: the free-and-held overlap check masks out each group's first object"},
+	{"heldorphanok", "CONSERVE", "Cache.Close", "invariants: a cache holding objects of an orphan (no owner) is not reported"},
+	{"heldclasszero", "STATS-LEAD", "Cache.Alloc", "invariants: a held group of class 0 is not compared with its superblock's class"},
 }

@@ -526,6 +526,8 @@ const (
 	ExploreNoStalls         = false
 	ExploreSchedulesOthers  = false
 	FreeHeldFirstObj        = false
+	HeldOrphanOK            = false
+	HeldClassZero           = false
 )
 
 func Drop() bool { return false }

@@ -543,6 +543,8 @@ var (
 	ExploreNoStalls         = on("explorenostalls")
 	ExploreSchedulesOthers  = on("exploreschedulesothers")
 	FreeHeldFirstObj        = on("freeheldfirstobj")
+	HeldOrphanOK            = on("heldorphanok")
+	HeldClassZero           = on("heldclasszero")
 )
 
 var remoteFrees atomic.Uint64
