@@ -578,7 +578,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 		}
 		if inUse(st.State) {
 			used++
-			if !st.Dirty {
+			if !st.Dirty && !(mutant.GuardInUseNotDirty && st.State == impl.SBGuard) { // MEM-ACCOUNT: a guard superblock need not be committed
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
 		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
@@ -614,7 +614,7 @@ func StatsNow(s impl.Stats) []*Violation {
 	switch g := s.Guard; {
 	case s.InUse != uint64(s.SmallSuperblocks+s.LargeSuperblocks+g.Superblocks)*sb:
 		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d small + %d large + %d guard superblocks", s.InUse, s.SmallSuperblocks, s.LargeSuperblocks, g.Superblocks))
-	case s.InUse > s.Committed || s.Committed > s.Reserved || s.InUse+g.QuarantinedBytes > s.Reserved:
+	case s.InUse > s.Committed || s.Committed > s.Reserved || s.InUse+g.QuarantinedBytes > s.Reserved && !mutant.QuarantinePastReserved: // MEM-ACCOUNT: the quarantine may overflow the reservation
 		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, Committed %d, Quarantined %d, Reserved %d", s.InUse, s.Committed, g.QuarantinedBytes, s.Reserved))
 	case g.LiveObjects != uint64(g.Superblocks) || g.LiveObjects > g.Allocs:
 		vs = append(vs, violation(spec.RuleGuardFault, "guard: %+v", g))

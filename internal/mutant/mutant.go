@@ -543,4 +543,6 @@ var All = []Mutant{
 	{"freeheldfirstobj", "CONSERVE", "Cache.Alloc", "invariants: the free-and-held overlap check masks out each group's first object"},
 	{"heldorphanok", "CONSERVE", "Cache.Close", "invariants: a cache holding objects of an orphan (no owner) is not reported"},
 	{"heldclasszero", "STATS-LEAD", "Cache.Alloc", "invariants: a held group of class 0 is not compared with its superblock's class"},
+	{"guardinusenotdirty", "MEM-ACCOUNT", "Options.Guard", "invariants: a guard superblock in use that is not counted as committed passes"},
+	{"quarantinepastreserved", "MEM-ACCOUNT", "Allocator.Stats", "invariants: StatsNow lets InUse plus the quarantined bytes exceed the reservation"},
 }

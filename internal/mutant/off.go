@@ -528,6 +528,8 @@ const (
 	FreeHeldFirstObj        = false
 	HeldOrphanOK            = false
 	HeldClassZero           = false
+	GuardInUseNotDirty      = false
+	QuarantinePastReserved  = false
 )
 
 func Drop() bool { return false }

@@ -545,6 +545,8 @@ var (
 	FreeHeldFirstObj        = on("freeheldfirstobj")
 	HeldOrphanOK            = on("heldorphanok")
 	HeldClassZero           = on("heldclasszero")
+	GuardInUseNotDirty      = on("guardinusenotdirty")
+	QuarantinePastReserved  = on("quarantinepastreserved")
 )
 
 var remoteFrees atomic.Uint64
