@@ -6,6 +6,7 @@ import (
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/invariants"
+	"github.com/refalloc/refalloc/oracle"
 	"github.com/refalloc/refalloc/spec"
 )
 
@@ -95,4 +96,45 @@ func TestStatsNowQuarantineWithinReservation(t *testing.T) {
 	}
 	st.Guard.QuarantinedBytes = 2 * sb
 	fires(t, spec.RuleMemAccount, "Quarantined", invariants.StatsNow(st))
+}
+
+// TestExpectFreePooledTail (FREE-DOUBLE, FREE-INVALID): in a pooled
+// superblock last carved for a small class, a free of one of its slot starts
+// is a double free, and one of the first slot-aligned address past its last
+// object (the superblock's tail, which never held an object) is invalid.
+// Class 3 (48 bytes) has 1365 objects, and 1365*48 < the superblock size.
+// Slip (pooltailslot): the slot bound is <=, so the tail passes for a slot.
+func TestExpectFreePooledTail(t *testing.T) {
+	h, c, _, k := fresh64(t)
+	s := clean(t, h)
+	sb := smallOf(t, s, k)
+	sb.State, sb.Class = impl.SBPool, 3
+	n := spec.ClassObjects(3)
+	if tail := n * spec.ClassSize(3); tail >= s.SuperblockSize {
+		t.Fatalf("class 3: %d objects of %d bytes leave no tail", n, spec.ClassSize(3))
+	}
+	if got := invariants.ExpectFree(s, c, sb.Addr+uintptr((n-1)*spec.ClassSize(3))); got != oracle.DoubleFree {
+		t.Errorf("free of the last slot of a pooled class-3 superblock: %v, want %v", got, oracle.DoubleFree)
+	}
+	if got := invariants.ExpectFree(s, c, sb.Addr+uintptr(n*spec.ClassSize(3))); got != oracle.InvalidPointer {
+		t.Errorf("free of the tail of a pooled class-3 superblock: %v, want %v", got, oracle.InvalidPointer)
+	}
+}
+
+// TestOOMOrphanEmptyOfAnyClass (OOM-REAL): the second look of an allocation
+// that runs out releases every empty orphan, whatever its class: an empty
+// orphan of class 64 left when Alloc(4096) ran out is reported.
+// Slip (oomorphanemptyclass): only empty orphans of the class asked for are
+// reported.
+func TestOOMOrphanEmptyOfAnyClass(t *testing.T) {
+	h, c, _, k := fresh64(t)
+	s := clean(t, h)
+	sb := smallOf(t, s, k)
+	sb.Owner, sb.Orphan, sb.List, sb.Current = -1, true, "orphan", false
+	sb.NFree = sb.Objects - sb.LocalFreed
+	s.FreeRuns = nil
+	if spec.SizeToClass(4096) == k {
+		t.Fatal("4096 bytes is class 64's")
+	}
+	fires(t, spec.RuleOOMReal, fmt.Sprintf("with orphan %d empty", sb.Index), invariants.CheckOOM(s, []int{c}, 4096, 1))
 }

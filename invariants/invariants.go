@@ -727,7 +727,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 		switch free := sb.NFree + sb.LocalFreed; {
 		case pending > 0 && !mutant.OOMOrphanPending:
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d remote frees pending in orphan %d", n, align, pending, sb.Index))
-		case free == sb.Objects:
+		case free == sb.Objects && !(mutant.OOMOrphanEmptyClass && sb.Class != k): // OOM-REAL: empty orphans of other classes pass
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with orphan %d empty", n, align, sb.Index))
 		case sb.Class == k && free > 0 && (!mutant.OOMOrphanPartial || free >= max(1, sb.Objects/16)):
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in orphan %d", n, align, free, sb.Index))
@@ -867,7 +867,7 @@ func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 	case st.State == impl.SBPool && st.Class == spec.Large && rel == 0:
 		return oracle.DoubleFree
 	case st.State == impl.SBPool && st.Class >= 0 && st.Class < spec.NumClasses:
-		if size := spec.ClassSize(st.Class); rel%size == 0 && rel/size < spec.ClassObjects(st.Class) {
+		if size := spec.ClassSize(st.Class); rel%size == 0 && (rel/size < spec.ClassObjects(st.Class) || mutant.PoolTailSlot && rel/size == spec.ClassObjects(st.Class)) { // FREE-INVALID: the tail passes for a slot
 			return oracle.DoubleFree
 		}
 		return oracle.InvalidPointer

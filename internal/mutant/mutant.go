@@ -545,4 +545,6 @@ var All = []Mutant{
 	{"heldclasszero", "STATS-LEAD", "Cache.Alloc", "invariants: a held group of class 0 is not compared with its superblock's class"},
 	{"guardinusenotdirty", "MEM-ACCOUNT", "Options.Guard", "invariants: a guard superblock in use that is not counted as committed passes"},
 	{"quarantinepastreserved", "MEM-ACCOUNT", "Allocator.Stats", "invariants: StatsNow lets InUse plus the quarantined bytes exceed the reservation"},
+	{"pooltailslot", "FREE-INVALID", "Cache.Free", "invariants: ExpectFree takes the slot-aligned tail of a pooled small superblock for a slot (double free, not invalid)"},
+	{"oomorphanemptyclass", "OOM-REAL", "Cache.Alloc", "invariants: CheckOOM reports an empty orphan only of the class asked for"},
 }

@@ -530,6 +530,8 @@ const (
 	HeldClassZero           = false
 	GuardInUseNotDirty      = false
 	QuarantinePastReserved  = false
+	PoolTailSlot            = false
+	OOMOrphanEmptyClass     = false
 )
 
 func Drop() bool { return false }

@@ -547,6 +547,8 @@ var (
 	HeldClassZero           = on("heldclasszero")
 	GuardInUseNotDirty      = on("guardinusenotdirty")
 	QuarantinePastReserved  = on("quarantinepastreserved")
+	PoolTailSlot            = on("pooltailslot")
+	OOMOrphanEmptyClass     = on("oomorphanemptyclass")
 )
 
 var remoteFrees atomic.Uint64
