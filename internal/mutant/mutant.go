@@ -547,4 +547,6 @@ var All = []Mutant{
 	{"quarantinepastreserved", "MEM-ACCOUNT", "Allocator.Stats", "invariants: StatsNow lets InUse plus the quarantined bytes exceed the reservation"},
 	{"pooltailslot", "FREE-INVALID", "Cache.Free", "invariants: ExpectFree takes the slot-aligned tail of a pooled small superblock for a slot (double free, not invalid)"},
 	{"oomorphanemptyclass", "OOM-REAL", "Cache.Alloc", "invariants: CheckOOM reports an empty orphan only of the class asked for"},
+	{"reallocfreedzero", "FREE-DOUBLE", "Cache.Realloc", "oracle: Realloc(b, 0) of a freed b that returns b is refused as REFINES, not FREE-DOUBLE"},
+	{"reallocinvaliduncounted", "FREE-INVALID", "Cache.Realloc", "oracle: a Realloc refused as ErrInvalidPointer counts a bad free but not an invalid one"},
 }

@@ -532,6 +532,8 @@ const (
 	QuarantinePastReserved  = false
 	PoolTailSlot            = false
 	OOMOrphanEmptyClass     = false
+	ReallocFreedZero        = false
+	ReallocInvalidUncounted = false
 )
 
 func Drop() bool { return false }

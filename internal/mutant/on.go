@@ -549,6 +549,8 @@ var (
 	QuarantinePastReserved  = on("quarantinepastreserved")
 	PoolTailSlot            = on("pooltailslot")
 	OOMOrphanEmptyClass     = on("oomorphanemptyclass")
+	ReallocFreedZero        = on("reallocfreedzero")
+	ReallocInvalidUncounted = on("reallocinvaliduncounted")
 )
 
 var remoteFrees atomic.Uint64
