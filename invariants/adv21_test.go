@@ -138,3 +138,33 @@ func TestOOMOrphanEmptyOfAnyClass(t *testing.T) {
 	}
 	fires(t, spec.RuleOOMReal, fmt.Sprintf("with orphan %d empty", sb.Index), invariants.CheckOOM(s, []int{c}, 4096, 1))
 }
+
+// TestGuardOffStatsClean (GUARD-FAULT): with guard mode off there is no trace
+// of it, in the statistics either: a Stats.Guard that counts anything, with
+// no guard or quarantined superblock in the snapshot, is reported.
+// Slip (guardoffstatsunchecked): the guard-off check looks at the superblocks
+// and the quarantine only.
+func TestGuardOffStatsClean(t *testing.T) {
+	h, c := setup(t)
+	recycled(t, h, c)
+	s := clean(t, h)
+	s.Stats.Guard.Allocs = 1
+	fires(t, spec.RuleGuardFault, "guard mode is off", invariants.Check(s, h.M))
+}
+
+// TestGuardQuarantinedSmallUsable (GUARD-FAULT): a quarantined small object
+// has its class's usable size, no less.
+// Slip (quarantineusableunder): the usable size is only refused above the
+// class's size.
+func TestGuardQuarantinedSmallUsable(t *testing.T) {
+	h, _ := guardSetup(t)
+	s := clean(t, h)
+	for i := range s.Guard.Quarantine {
+		if q := &s.Guard.Quarantine[i]; q.Class != spec.Large {
+			q.Usable--
+			fires(t, spec.RuleGuardFault, "usable bytes", invariants.Check(s, h.M))
+			return
+		}
+	}
+	t.Fatalf("no small object in quarantine: %+v", s.Guard.Quarantine)
+}

@@ -41,7 +41,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		}
 	}
 	if !g.Enabled {
-		if guards+quarantined > 0 || len(g.Quarantine) > 0 || s.Stats.Guard != (impl.GuardStats{}) {
+		if guards+quarantined > 0 || len(g.Quarantine) > 0 || s.Stats.Guard != (impl.GuardStats{}) && !mutant.GuardOffStatsUnchecked { // GUARD-FAULT: guard statistics with guard mode off pass
 			vs = append(vs, violation(spec.RuleGuardFault, "guard mode is off, but %d guard and %d quarantined superblocks, %d quarantined objects, stats %+v",
 				guards, quarantined, len(g.Quarantine), s.Stats.Guard))
 		}
@@ -56,7 +56,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		want := q.Superblocks
 		if q.Class != spec.Large {
 			want = 1
-			if q.Usable != spec.ClassSize(q.Class) {
+			if q.Usable != spec.ClassSize(q.Class) && !(mutant.QuarantineUsableUnder && q.Usable < spec.ClassSize(q.Class)) { // GUARD-FAULT: a smaller usable size passes
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x of class %d has %d usable bytes", q.Addr, q.Class, q.Usable))
 			}
 		} else if oracle.LargeSpan(q.Usable) != q.Superblocks {

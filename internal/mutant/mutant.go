@@ -549,4 +549,6 @@ var All = []Mutant{
 	{"oomorphanemptyclass", "OOM-REAL", "Cache.Alloc", "invariants: CheckOOM reports an empty orphan only of the class asked for"},
 	{"reallocfreedzero", "FREE-DOUBLE", "Cache.Realloc", "oracle: Realloc(b, 0) of a freed b that returns b is refused as REFINES, not FREE-DOUBLE"},
 	{"reallocinvaliduncounted", "FREE-INVALID", "Cache.Realloc", "oracle: a Realloc refused as ErrInvalidPointer counts a bad free but not an invalid one"},
+	{"guardoffstatsunchecked", "GUARD-FAULT", "Allocator.Stats", "invariants: with guard mode off, nonzero Stats.Guard passes"},
+	{"quarantineusableunder", "GUARD-FAULT", "Options.Guard", "invariants: a quarantined small object smaller than its class passes"},
 }

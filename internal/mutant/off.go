@@ -534,6 +534,8 @@ const (
 	OOMOrphanEmptyClass     = false
 	ReallocFreedZero        = false
 	ReallocInvalidUncounted = false
+	GuardOffStatsUnchecked  = false
+	QuarantineUsableUnder   = false
 )
 
 func Drop() bool { return false }

@@ -551,6 +551,8 @@ var (
 	OOMOrphanEmptyClass     = on("oomorphanemptyclass")
 	ReallocFreedZero        = on("reallocfreedzero")
 	ReallocInvalidUncounted = on("reallocinvaliduncounted")
+	GuardOffStatsUnchecked  = on("guardoffstatsunchecked")
+	QuarantineUsableUnder   = on("quarantineusableunder")
 )
 
 var remoteFrees atomic.Uint64
