@@ -168,3 +168,23 @@ func TestGuardQuarantinedSmallUsable(t *testing.T) {
 	}
 	t.Fatalf("no small object in quarantine: %+v", s.Guard.Quarantine)
 }
+
+// TestGuardQuarantinedHeadSlot (GUARD-FAULT): a quarantined object's head
+// superblock says whether it held a guarded small object (GuardSlot), which
+// ExpectFree reads to judge a later free of its start: a small object's head
+// not marked, or a large one's marked, is reported.
+// Slip (quarantineslotunchecked): the head is compared by class only.
+func TestGuardQuarantinedHeadSlot(t *testing.T) {
+	h, _ := guardSetup(t)
+	kinds := map[bool]bool{}
+	for i, q := range clean(t, h).Guard.Quarantine {
+		s := clean(t, h)
+		head := sbAt(t, s, int((q.Addr-s.Base)/uintptr(s.SuperblockSize)))
+		head.GuardSlot = !head.GuardSlot
+		kinds[q.Class == spec.Large] = true
+		fires(t, spec.RuleGuardFault, fmt.Sprintf("quarantined object %#x of class %d: its head says", s.Guard.Quarantine[i].Addr, q.Class), invariants.Check(s, h.M))
+	}
+	if !kinds[true] || !kinds[false] {
+		t.Fatalf("want a small and a large object in quarantine, have %v", kinds)
+	}
+}

@@ -72,7 +72,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 				vs = append(vs, violation(spec.RuleGuardFault, "superblock %d is in two quarantined objects", i))
 			case st == nil || st.State != impl.SBQuarantine:
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x: superblock %d is %v", q.Addr, i, stateOf(st)))
-			case i == first && (st.Class != q.Class || st.GuardSlot != (q.Class != spec.Large)):
+			case i == first && (st.Class != q.Class || st.GuardSlot != (q.Class != spec.Large) && !mutant.QuarantineSlotUnchecked): // GUARD-FAULT: the head's slot mark unchecked
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x of class %d: its head says class %d, slot %v", q.Addr, q.Class, st.Class, st.GuardSlot))
 			case i != first && st.Class != -1:
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x: its superblock %d says class %d", q.Addr, i, st.Class))

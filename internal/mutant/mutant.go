@@ -551,4 +551,5 @@ var All = []Mutant{
 	{"reallocinvaliduncounted", "FREE-INVALID", "Cache.Realloc", "oracle: a Realloc refused as ErrInvalidPointer counts a bad free but not an invalid one"},
 	{"guardoffstatsunchecked", "GUARD-FAULT", "Allocator.Stats", "invariants: with guard mode off, nonzero Stats.Guard passes"},
 	{"quarantineusableunder", "GUARD-FAULT", "Options.Guard", "invariants: a quarantined small object smaller than its class passes"},
+	{"quarantineslotunchecked", "GUARD-FAULT", "Options.Guard", "invariants: a quarantined object's head superblock is compared by class only, not by its GuardSlot mark"},
 }

@@ -536,6 +536,7 @@ const (
 	ReallocInvalidUncounted = false
 	GuardOffStatsUnchecked  = false
 	QuarantineUsableUnder   = false
+	QuarantineSlotUnchecked = false
 )
 
 func Drop() bool { return false }

@@ -553,6 +553,7 @@ var (
 	ReallocInvalidUncounted = on("reallocinvaliduncounted")
 	GuardOffStatsUnchecked  = on("guardoffstatsunchecked")
 	QuarantineUsableUnder   = on("quarantineusableunder")
+	QuarantineSlotUnchecked = on("quarantineslotunchecked")
 )
 
 var remoteFrees atomic.Uint64
