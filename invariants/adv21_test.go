@@ -188,3 +188,39 @@ func TestGuardQuarantinedHeadSlot(t *testing.T) {
 		t.Fatalf("want a small and a large object in quarantine, have %v", kinds)
 	}
 }
+
+// TestGuardQuarantinedStateListed (GUARD-FAULT): every superblock in the
+// quarantined state is in the quarantine's list; one more, listed by no
+// quarantined object, is reported.
+// Slip (quarantineunlisted): the count is compared with >, so superblocks
+// quarantined but unlisted (never released) pass.
+func TestGuardQuarantinedStateListed(t *testing.T) {
+	h, _ := guardSetup(t)
+	s := clean(t, h)
+	last := int(s.Size)/s.SuperblockSize - 1
+	for _, st := range s.Superblocks {
+		if st.Index == last {
+			t.Fatalf("the last superblock is %v", st.State)
+		}
+	}
+	s.Superblocks = append(s.Superblocks, impl.SuperblockState{Index: last, State: impl.SBQuarantine, Class: -1, Owner: -1})
+	fires(t, spec.RuleGuardFault, "superblocks are quarantined, the quarantine holds", invariants.Check(s, h.M))
+}
+
+// TestGuardSampledHoldsNothing (GUARD-FAULT): with every allocation sampled
+// no cache holds a group at a quiescent point: each cache holding one, the
+// Allocator's front caches as the harness's own, is reported.
+// Slip (sampledheldfirstcache): the held-group check looks at the first cache
+// only.
+func TestGuardSampledHoldsNothing(t *testing.T) {
+	h, _ := guardSetup(t)
+	n := len(clean(t, h).Caches)
+	if n < 2 {
+		t.Fatalf("%d caches", n)
+	}
+	for i := range n {
+		s := clean(t, h)
+		s.Caches[i].Held = []impl.HeldGroup{{Class: 0, Superblock: -1}}
+		fires(t, spec.RuleGuardFault, fmt.Sprintf("every allocation is sampled, but cache %d holds", s.Caches[i].ID), invariants.Check(s, h.M))
+	}
+}

@@ -89,7 +89,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		vs = append(vs, violation(spec.RuleGuardFault, "%d objects in quarantine, the bound is %d", len(g.Quarantine), g.QuarantineObjects))
 	case counted*s.SuperblockSize > g.QuarantineBytes:
 		vs = append(vs, violation(spec.RuleGuardFault, "%d bytes in quarantine, the bound is %d", sbs*s.SuperblockSize, g.QuarantineBytes))
-	case len(seen) != quarantined:
+	case len(seen) != quarantined && !(mutant.QuarantineUnlisted && len(seen) < quarantined): // GUARD-FAULT: unlisted quarantined superblocks pass
 		vs = append(vs, violation(spec.RuleGuardFault, "%d superblocks are quarantined, the quarantine holds %d", quarantined, len(seen)))
 	}
 	// Nothing in quarantine is live: none of it was handed out.
@@ -109,7 +109,10 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	// Every small allocation sampled: each either got its own superblock or
 	// was served from a group of one, at once.
 	if g.SampleRate == 1 {
-		for _, c := range s.Caches {
+		for i, c := range s.Caches {
+			if mutant.SampledHeldFirstCache && i > 0 { // GUARD-FAULT: only the first cache checked
+				break
+			}
 			if len(c.Held) > 0 {
 				vs = append(vs, violation(spec.RuleGuardFault, "every allocation is sampled, but cache %d holds %d groups", c.ID, len(c.Held)))
 			}

@@ -552,4 +552,6 @@ var All = []Mutant{
 	{"guardoffstatsunchecked", "GUARD-FAULT", "Allocator.Stats", "invariants: with guard mode off, nonzero Stats.Guard passes"},
 	{"quarantineusableunder", "GUARD-FAULT", "Options.Guard", "invariants: a quarantined small object smaller than its class passes"},
 	{"quarantineslotunchecked", "GUARD-FAULT", "Options.Guard", "invariants: a quarantined object's head superblock is compared by class only, not by its GuardSlot mark"},
+	{"quarantineunlisted", "GUARD-FAULT", "Options.Guard", "invariants: superblocks in the quarantined state that the quarantine does not list pass"},
+	{"sampledheldfirstcache", "GUARD-FAULT", "Options.Guard", "invariants: with every allocation sampled, a held group is reported only in the first cache"},
 }

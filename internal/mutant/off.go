@@ -537,6 +537,8 @@ const (
 	GuardOffStatsUnchecked  = false
 	QuarantineUsableUnder   = false
 	QuarantineSlotUnchecked = false
+	QuarantineUnlisted      = false
+	SampledHeldFirstCache   = false
 )
 
 func Drop() bool { return false }

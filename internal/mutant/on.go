@@ -554,6 +554,8 @@ var (
 	GuardOffStatsUnchecked  = on("guardoffstatsunchecked")
 	QuarantineUsableUnder   = on("quarantineusableunder")
 	QuarantineSlotUnchecked = on("quarantineslotunchecked")
+	QuarantineUnlisted      = on("quarantineunlisted")
+	SampledHeldFirstCache   = on("sampledheldfirstcache")
 )
 
 var remoteFrees atomic.Uint64
