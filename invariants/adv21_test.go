@@ -224,3 +224,31 @@ func TestGuardSampledHoldsNothing(t *testing.T) {
 		fires(t, spec.RuleGuardFault, fmt.Sprintf("every allocation is sampled, but cache %d holds", s.Caches[i].ID), invariants.Check(s, h.M))
 	}
 }
+
+// TestFreeVerdictExact (FREE-DOUBLE, FREE-INVALID): the harness holds a free
+// to the exact outcome the snapshot before it predicts, where the model alone
+// allows several: a valid free (or an accepted remote one) refused as a
+// double free, or an invalid pointer refused as a double free, is reported;
+// only a predicted outcome passes.
+// Slip (freeverdictdoubleok): a refusal as ErrDoubleFree always passes.
+func TestFreeVerdictExact(t *testing.T) {
+	const a = 0x1000
+	ok, df, inv := oracle.OK, oracle.DoubleFree, oracle.InvalidPointer
+	for _, c := range []struct {
+		expect []oracle.Kind
+		got    oracle.Kind
+		rule   string
+	}{
+		{[]oracle.Kind{ok}, df, spec.RuleFreeDouble},
+		{[]oracle.Kind{inv}, df, spec.RuleFreeInvalid},
+		{[]oracle.Kind{ok}, inv, spec.RuleFreeInvalid},
+		{[]oracle.Kind{df}, ok, spec.RuleFreeDouble},
+		{[]oracle.Kind{df}, df, ""},
+		{[]oracle.Kind{ok, df}, df, ""},
+	} {
+		v := invariants.FreeVerdict(3, a, c.expect, c.got)
+		if (v == nil) != (c.rule == "") || v != nil && v.Rule != c.rule {
+			t.Errorf("free predicted %v returned %v: %v, want rule %q", c.expect, c.got, v, c.rule)
+		}
+	}
+}

@@ -554,4 +554,5 @@ var All = []Mutant{
 	{"quarantineslotunchecked", "GUARD-FAULT", "Options.Guard", "invariants: a quarantined object's head superblock is compared by class only, not by its GuardSlot mark"},
 	{"quarantineunlisted", "GUARD-FAULT", "Options.Guard", "invariants: superblocks in the quarantined state that the quarantine does not list pass"},
 	{"sampledheldfirstcache", "GUARD-FAULT", "Options.Guard", "invariants: with every allocation sampled, a held group is reported only in the first cache"},
+	{"freeverdictdoubleok", "FREE-DOUBLE", "Cache.Free", "invariants: the harness lets a free refused as ErrDoubleFree pass whatever the snapshot before it predicted"},
 }

@@ -539,6 +539,7 @@ const (
 	QuarantineSlotUnchecked = false
 	QuarantineUnlisted      = false
 	SampledHeldFirstCache   = false
+	FreeVerdictDoubleOK     = false
 )
 
 func Drop() bool { return false }

@@ -556,6 +556,7 @@ var (
 	QuarantineSlotUnchecked = on("quarantineslotunchecked")
 	QuarantineUnlisted      = on("quarantineunlisted")
 	SampledHeldFirstCache   = on("sampledheldfirstcache")
+	FreeVerdictDoubleOK     = on("freeverdictdoubleok")
 )
 
 var remoteFrees atomic.Uint64
