@@ -252,3 +252,33 @@ func TestFreeVerdictExact(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTrimmedQuarantineAndPool (MEM-ACCOUNT): after Trim, Committed is
+// InUse plus only the quarantined superblocks still committed (none where
+// guard mode protects memory: they were given back), and every pooled
+// superblock committed is reported, whenever it was pooled.
+// Slips: (trimquarantineall) every quarantined superblock is taken as
+// committed, so a correct Trim with a protected quarantine is refused;
+// (trimpooledatzero) a committed pooled superblock with PooledAt 0 passes.
+func TestCheckTrimmedQuarantineAndPool(t *testing.T) {
+	h, _ := guardSetup(t)
+	must(t, h.A.Trim())
+	s := h.A.Snapshot()
+	if !s.Guard.Protects {
+		t.Skip("guard mode cannot protect memory here")
+	}
+	if len(s.Guard.Quarantine) == 0 {
+		t.Fatal("nothing in quarantine")
+	}
+	if vs := invariants.CheckTrimmed(s); len(vs) != 0 {
+		t.Fatalf("a correct Trim with a protected quarantine: %v", vs)
+	}
+	for i := range s.Superblocks {
+		if st := &s.Superblocks[i]; st.State == impl.SBQuarantine {
+			st.State, st.Dirty, st.PooledAt, st.Class = impl.SBPool, true, 0, -1
+			s.Stats.Committed += uint64(s.SuperblockSize)
+			fires(t, spec.RuleMemAccount, fmt.Sprintf("after Trim pooled superblock %d is still committed", st.Index), invariants.CheckTrimmed(s))
+			return
+		}
+	}
+}

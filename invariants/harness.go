@@ -784,10 +784,10 @@ func checkTrimmed(s *impl.Snapshot) []*Violation {
 	}
 	var quarantined uint64 // GUARD-FAULT: poisoned, not decommitted, where memory cannot be protected
 	for _, st := range s.Superblocks {
-		if st.Dirty && st.State == impl.SBPool {
+		if st.Dirty && st.State == impl.SBPool && !(mutant.TrimPooledAtZero && st.PooledAt == 0) { // MEM-ACCOUNT: a superblock pooled at 0 passes
 			vs = append(vs, violation(spec.RuleMemAccount, "after Trim pooled superblock %d is still committed", st.Index))
 		}
-		if st.Dirty && st.State == impl.SBQuarantine {
+		if (st.Dirty || mutant.TrimQuarantineAll) && st.State == impl.SBQuarantine { // MEM-ACCOUNT: every quarantined superblock taken as committed
 			quarantined += uint64(s.SuperblockSize)
 		}
 	}

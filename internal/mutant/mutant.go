@@ -555,4 +555,6 @@ var All = []Mutant{
 	{"quarantineunlisted", "GUARD-FAULT", "Options.Guard", "invariants: superblocks in the quarantined state that the quarantine does not list pass"},
 	{"sampledheldfirstcache", "GUARD-FAULT", "Options.Guard", "invariants: with every allocation sampled, a held group is reported only in the first cache"},
 	{"freeverdictdoubleok", "FREE-DOUBLE", "Cache.Free", "invariants: the harness lets a free refused as ErrDoubleFree pass whatever the snapshot before it predicted"},
+	{"trimquarantineall", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim every quarantined superblock is taken as committed, so a protected quarantine is refused"},
+	{"trimpooledatzero", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim a committed pooled superblock whose PooledAt is 0 passes"},
 }

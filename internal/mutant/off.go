@@ -540,6 +540,8 @@ const (
 	QuarantineUnlisted      = false
 	SampledHeldFirstCache   = false
 	FreeVerdictDoubleOK     = false
+	TrimQuarantineAll       = false
+	TrimPooledAtZero        = false
 )
 
 func Drop() bool { return false }

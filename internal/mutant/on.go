@@ -557,6 +557,8 @@ var (
 	QuarantineUnlisted      = on("quarantineunlisted")
 	SampledHeldFirstCache   = on("sampledheldfirstcache")
 	FreeVerdictDoubleOK     = on("freeverdictdoubleok")
+	TrimQuarantineAll       = on("trimquarantineall")
+	TrimPooledAtZero        = on("trimpooledatzero")
 )
 
 var remoteFrees atomic.Uint64
