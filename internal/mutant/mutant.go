@@ -557,4 +557,5 @@ var All = []Mutant{
 	{"freeverdictdoubleok", "FREE-DOUBLE", "Cache.Free", "invariants: the harness lets a free refused as ErrDoubleFree pass whatever the snapshot before it predicted"},
 	{"trimquarantineall", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim every quarantined superblock is taken as committed, so a protected quarantine is refused"},
 	{"trimpooledatzero", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim a committed pooled superblock whose PooledAt is 0 passes"},
+	{"explorecheckunflushed", "STATS-EXACT", "Allocator.Flush", "invariants: the explorer flushes every cache at the end of a round but checks the snapshot as unflushed (Check, not CheckFlushed)"},
 }

@@ -542,6 +542,7 @@ const (
 	FreeVerdictDoubleOK     = false
 	TrimQuarantineAll       = false
 	TrimPooledAtZero        = false
+	ExploreCheckUnflushed   = false
 )
 
 func Drop() bool { return false }

@@ -559,6 +559,7 @@ var (
 	FreeVerdictDoubleOK     = on("freeverdictdoubleok")
 	TrimQuarantineAll       = on("trimquarantineall")
 	TrimPooledAtZero        = on("trimpooledatzero")
+	ExploreCheckUnflushed   = on("explorecheckunflushed")
 )
 
 var remoteFrees atomic.Uint64
