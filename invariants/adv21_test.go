@@ -282,3 +282,25 @@ func TestCheckTrimmedQuarantineAndPool(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedCheckFillsEveryByte (INTEGRITY): Shared.CheckFills finds a live
+// object whose bytes changed anywhere, not only at its ends: here a byte in
+// the middle of a 64-byte object, and the last byte of its capacity.
+// Slip (uniformends): uniform compares the first and last bytes only.
+func TestSharedCheckFillsEveryByte(t *testing.T) {
+	for _, at := range []int{30, 63} {
+		sh, err := invariants.NewShared(impl.Options{Reserve: 32 * spec.SuperblockSize})
+		must(t, err)
+		c, id, err := sh.OpenCache()
+		must(t, err)
+		o, ok := sh.Alloc(c, id, 64, 1, 0x11)
+		if !ok || cap(o.B) != 64 {
+			t.Fatalf("Alloc(64): %v %d; %v", ok, cap(o.B), sh.Violations())
+		}
+		o.B[:cap(o.B)][at] = 0x22
+		sh.CheckFills()
+		fires(t, spec.RuleIntegrity, "no longer holds its fill", sh.Violations())
+		o.B[:cap(o.B)][at] = 0x11
+		sh.Close()
+	}
+}

@@ -558,4 +558,5 @@ var All = []Mutant{
 	{"trimquarantineall", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim every quarantined superblock is taken as committed, so a protected quarantine is refused"},
 	{"trimpooledatzero", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim a committed pooled superblock whose PooledAt is 0 passes"},
 	{"explorecheckunflushed", "STATS-EXACT", "Allocator.Flush", "invariants: the explorer flushes every cache at the end of a round but checks the snapshot as unflushed (Check, not CheckFlushed)"},
+	{"uniformends", "INTEGRITY", "Cache.Free", "invariants: Shared's uniform compares an object's first and last bytes only, so a change in the middle passes"},
 }

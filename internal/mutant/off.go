@@ -543,6 +543,7 @@ const (
 	TrimQuarantineAll       = false
 	TrimPooledAtZero        = false
 	ExploreCheckUnflushed   = false
+	UniformEnds             = false
 )
 
 func Drop() bool { return false }

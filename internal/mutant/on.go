@@ -560,6 +560,7 @@ var (
 	TrimQuarantineAll       = on("trimquarantineall")
 	TrimPooledAtZero        = on("trimpooledatzero")
 	ExploreCheckUnflushed   = on("explorecheckunflushed")
+	UniformEnds             = on("uniformends")
 )
 
 var remoteFrees atomic.Uint64
