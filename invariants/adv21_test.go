@@ -304,3 +304,30 @@ func TestSharedCheckFillsEveryByte(t *testing.T) {
 		sh.Close()
 	}
 }
+
+// TestFlushedCacheZero (STATS-EXACT): after a Flush of every cache, a
+// superblock of cache 0 (the Allocator's first front cache) with local frees
+// unpublished is reported like any other cache's.
+// Slip (flushedskipcachezero): the flushed check takes owner 0 for "no
+// owner" (st.Owner <= 0) and skips it.
+func TestFlushedCacheZero(t *testing.T) {
+	h, _, _, k := fresh64(t)
+	s := clean(t, h)
+	cacheOf(t, s, 0) // cache 0 exists
+	sb := smallOf(t, s, k)
+	sb.Owner, sb.LocalFreed = 0, 1
+	fires(t, spec.RuleStatsExact, "local frees unpublished", invariants.Flushed(s, nil))
+	fires(t, spec.RuleStatsExact, "local frees unpublished", invariants.Flushed(s, []int{0}))
+}
+
+// TestStatsTableReserved (MEM-ACCOUNT): Stats.Reserved is the reservation's
+// size: a Reserved one superblock off is reported.
+// Slip (statsreservedunchecked): statsTable checks the class rows only.
+func TestStatsTableReserved(t *testing.T) {
+	h, _ := setup(t)
+	st := h.A.Stats()
+	if vs := invariants.StatsTable(st, uintptr(st.Reserved)); len(vs) != 0 {
+		t.Fatalf("the allocator's own Stats: %v", vs)
+	}
+	fires(t, spec.RuleMemAccount, "Reserved", invariants.StatsTable(st, uintptr(st.Reserved)+spec.SuperblockSize))
+}

@@ -559,4 +559,6 @@ var All = []Mutant{
 	{"trimpooledatzero", "MEM-ACCOUNT", "Allocator.Trim", "invariants: after Trim a committed pooled superblock whose PooledAt is 0 passes"},
 	{"explorecheckunflushed", "STATS-EXACT", "Allocator.Flush", "invariants: the explorer flushes every cache at the end of a round but checks the snapshot as unflushed (Check, not CheckFlushed)"},
 	{"uniformends", "INTEGRITY", "Cache.Free", "invariants: Shared's uniform compares an object's first and last bytes only, so a change in the middle passes"},
+	{"flushedskipcachezero", "STATS-EXACT", "Allocator.Flush", "invariants: the flushed check skips the superblocks of cache 0, taking owner 0 for no owner"},
+	{"statsreservedunchecked", "MEM-ACCOUNT", "Allocator.Stats", "invariants: statsTable does not compare Stats.Reserved with the reservation"},
 }

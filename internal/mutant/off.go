@@ -544,6 +544,8 @@ const (
 	TrimPooledAtZero        = false
 	ExploreCheckUnflushed   = false
 	UniformEnds             = false
+	FlushedSkipCacheZero    = false
+	StatsReservedUnchecked  = false
 )
 
 func Drop() bool { return false }

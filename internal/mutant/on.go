@@ -561,6 +561,8 @@ var (
 	TrimPooledAtZero        = on("trimpooledatzero")
 	ExploreCheckUnflushed   = on("explorecheckunflushed")
 	UniformEnds             = on("uniformends")
+	FlushedSkipCacheZero    = on("flushedskipcachezero")
+	StatsReservedUnchecked  = on("statsreservedunchecked")
 )
 
 var remoteFrees atomic.Uint64
