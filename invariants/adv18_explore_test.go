@@ -6,7 +6,9 @@ import "testing"
 
 // TestExploreChecksFlushed (STATS-EXACT): Explore flushes every cache at the
 // end of some rounds and checks that snapshot as flushed (CheckFlushed), as
-// its comment says, and its result counts those rounds.
+// its comment says, and its result counts those rounds (by Shared's count
+// of flushed checks: adv21's slip explorecheckunflushed flushes and then
+// checks the round as unflushed).
 func TestExploreChecksFlushed(t *testing.T) {
 	cfg := DrawExploreConfig(adv8Seeded(1))
 	cfg.Rounds = 40 // a round is flushed one time in 4: some of 40 are, and not all

@@ -120,7 +120,7 @@ func flushed(s *impl.Snapshot, ids []int) []*Violation {
 		}
 	}
 	for _, st := range s.Superblocks {
-		if st.State != impl.SBSmall || st.Owner < 0 || !mine(st.Owner) {
+		if st.State != impl.SBSmall || st.Owner < 0 || mutant.FlushedSkipCacheZero && st.Owner == 0 || !mine(st.Owner) { // STATS-EXACT: cache 0 taken for no owner
 			continue
 		}
 		// STATS-EXACT: Flush publishes every local free (flushedlocalfreed skips that).
@@ -330,7 +330,7 @@ func (h *Harness) Stats() error {
 // and slab object count (MEM-ACCOUNT, REFINES).
 func statsTable(st impl.Stats, reserved uintptr) []*Violation {
 	var vs []*Violation
-	if st.Reserved != uint64(reserved) || len(st.Classes) != spec.NumClasses {
+	if st.Reserved != uint64(reserved) && !mutant.StatsReservedUnchecked || len(st.Classes) != spec.NumClasses { // MEM-ACCOUNT: Reserved unchecked
 		vs = append(vs, violation(spec.RuleMemAccount, "Stats: Reserved %d, %d classes; the reservation is %d bytes", st.Reserved, len(st.Classes), reserved))
 	}
 	for k, c := range st.Classes {

@@ -343,9 +343,13 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		flushed := ch.Intn(4, "flushed?") == 0 && !mutant.ExploreNoFlushed
 		if flushed {
 			x.flushAll(sh)
-			res.Flushed++
 		}
-		sh.Check(flushed)
+		if mutant.ExploreCheckUnflushed { // STATS-EXACT: a flushed round checked as if it were not
+			sh.Check(false)
+		} else {
+			sh.Check(flushed)
+		}
+		res.Flushed = sh.ExactChecks() // the rounds really checked as flushed
 		for _, w := range x.workers {
 			w.mine = alive(sh, w.mine)
 		}

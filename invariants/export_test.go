@@ -21,6 +21,7 @@ func (s *Shared) SetHook(h func(at hookPoint, x uintptr)) { s.hook = h }
 // tests that feed them a broken snapshot or error.
 var (
 	CheckMiss     = checkMiss
+	FreeVerdict   = freeVerdict
 	CheckTrimmed  = checkTrimmed
 	ContainsCount = containsCount
 	Flushed       = flushed

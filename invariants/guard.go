@@ -41,7 +41,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		}
 	}
 	if !g.Enabled {
-		if guards+quarantined > 0 || len(g.Quarantine) > 0 || s.Stats.Guard != (impl.GuardStats{}) {
+		if guards+quarantined > 0 || len(g.Quarantine) > 0 || s.Stats.Guard != (impl.GuardStats{}) && !mutant.GuardOffStatsUnchecked { // GUARD-FAULT: guard statistics with guard mode off pass
 			vs = append(vs, violation(spec.RuleGuardFault, "guard mode is off, but %d guard and %d quarantined superblocks, %d quarantined objects, stats %+v",
 				guards, quarantined, len(g.Quarantine), s.Stats.Guard))
 		}
@@ -56,7 +56,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		want := q.Superblocks
 		if q.Class != spec.Large {
 			want = 1
-			if q.Usable != spec.ClassSize(q.Class) {
+			if q.Usable != spec.ClassSize(q.Class) && !(mutant.QuarantineUsableUnder && q.Usable < spec.ClassSize(q.Class)) { // GUARD-FAULT: a smaller usable size passes
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x of class %d has %d usable bytes", q.Addr, q.Class, q.Usable))
 			}
 		} else if oracle.LargeSpan(q.Usable) != q.Superblocks {
@@ -72,7 +72,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 				vs = append(vs, violation(spec.RuleGuardFault, "superblock %d is in two quarantined objects", i))
 			case st == nil || st.State != impl.SBQuarantine:
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x: superblock %d is %v", q.Addr, i, stateOf(st)))
-			case i == first && (st.Class != q.Class || st.GuardSlot != (q.Class != spec.Large)):
+			case i == first && (st.Class != q.Class || st.GuardSlot != (q.Class != spec.Large) && !mutant.QuarantineSlotUnchecked): // GUARD-FAULT: the head's slot mark unchecked
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x of class %d: its head says class %d, slot %v", q.Addr, q.Class, st.Class, st.GuardSlot))
 			case i != first && st.Class != -1:
 				vs = append(vs, violation(spec.RuleGuardFault, "quarantined object %#x: its superblock %d says class %d", q.Addr, i, st.Class))
@@ -89,7 +89,7 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 		vs = append(vs, violation(spec.RuleGuardFault, "%d objects in quarantine, the bound is %d", len(g.Quarantine), g.QuarantineObjects))
 	case counted*s.SuperblockSize > g.QuarantineBytes:
 		vs = append(vs, violation(spec.RuleGuardFault, "%d bytes in quarantine, the bound is %d", sbs*s.SuperblockSize, g.QuarantineBytes))
-	case len(seen) != quarantined:
+	case len(seen) != quarantined && !(mutant.QuarantineUnlisted && len(seen) < quarantined): // GUARD-FAULT: unlisted quarantined superblocks pass
 		vs = append(vs, violation(spec.RuleGuardFault, "%d superblocks are quarantined, the quarantine holds %d", quarantined, len(seen)))
 	}
 	// Nothing in quarantine is live: none of it was handed out.
@@ -109,7 +109,10 @@ func guarded(s *impl.Snapshot, m *oracle.Model) []*Violation {
 	// Every small allocation sampled: each either got its own superblock or
 	// was served from a group of one, at once.
 	if g.SampleRate == 1 {
-		for _, c := range s.Caches {
+		for i, c := range s.Caches {
+			if mutant.SampledHeldFirstCache && i > 0 { // GUARD-FAULT: only the first cache checked
+				break
+			}
 			if len(c.Held) > 0 {
 				vs = append(vs, violation(spec.RuleGuardFault, "every allocation is sampled, but cache %d holds %d groups", c.ID, len(c.Held)))
 			}

@@ -242,7 +242,11 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			if marked&^v != 0 {
 				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: bits beyond its %d objects", sb.Index, g, sb.Objects))
 			}
-			if sb.Free[g]&sb.heldBits(g) != 0 {
+			both := sb.Free[g] & sb.heldBits(g)
+			if mutant.FreeHeldFirstObj { // CONSERVE: object 0 of a group, free and held, passes
+				both &^= 1
+			}
+			if both != 0 {
 				vs = append(vs, violation(spec.RuleConserve, "superblock %d group %d: objects both free and held", sb.Index, g))
 			}
 			if sb.RemoteTags[g] != sb.Gen || sb.Gen == 1<<32-1 { // the tag of a retired set is no generation
@@ -263,7 +267,7 @@ func conserve(s *impl.Snapshot, sbs map[int]small) []*Violation {
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d: orphan %v with owner %d", sb.Index, sb.Orphan, sb.Owner))
 		case sb.Owner >= 0 && !open[sb.Owner]:
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d is owned by cache %d, which is not open", sb.Index, sb.Owner))
-		case sb.held != nil && sb.hold != sb.Owner:
+		case sb.held != nil && sb.hold != sb.Owner && !(mutant.HeldOrphanOK && sb.Owner < 0): // CONSERVE: an orphan's held objects pass
 			vs = append(vs, violation(spec.RuleConserve, "superblock %d is held by cache %d but owned by %d", sb.Index, sb.hold, sb.Owner))
 		}
 	}
@@ -345,7 +349,7 @@ func statsLead(s *impl.Snapshot, sbs map[int]small, m *oracle.Model) []*Violatio
 			if n > spec.ClassObjects(h.Class) || mutant.HeldBound && n == spec.ClassObjects(h.Class) {
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds %d objects of class %d, more than a superblock's %d", c.ID, n, h.Class, spec.ClassObjects(h.Class)))
 			}
-			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class {
+			if sb, ok := sbs[h.Superblock]; ok && sb.Class != h.Class && !(mutant.HeldClassZero && h.Class == 0) { // STATS-LEAD: class-0 held groups pass
 				vs = append(vs, violation(spec.RuleStatsLead, "cache %d holds class-%d objects from a class-%d superblock", c.ID, h.Class, sb.Class))
 			}
 			held[h.Class] += uint64(n)
@@ -574,7 +578,7 @@ func memAccount(s *impl.Snapshot) []*Violation {
 		}
 		if inUse(st.State) {
 			used++
-			if !st.Dirty {
+			if !st.Dirty && !(mutant.GuardInUseNotDirty && st.State == impl.SBGuard) { // MEM-ACCOUNT: a guard superblock need not be committed
 				vs = append(vs, violation(spec.RuleMemAccount, "superblock %d is in use but not counted as committed", st.Index))
 			}
 		} else if st.Dirty && st.State == impl.SBPool && (s.Decay == 0 || s.Now-st.PooledAt > 2*s.Decay || mutant.DecayEdge && s.Now-st.PooledAt == 2*s.Decay) {
@@ -610,7 +614,7 @@ func StatsNow(s impl.Stats) []*Violation {
 	switch g := s.Guard; {
 	case s.InUse != uint64(s.SmallSuperblocks+s.LargeSuperblocks+g.Superblocks)*sb:
 		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, %d small + %d large + %d guard superblocks", s.InUse, s.SmallSuperblocks, s.LargeSuperblocks, g.Superblocks))
-	case s.InUse > s.Committed || s.Committed > s.Reserved || s.InUse+g.QuarantinedBytes > s.Reserved:
+	case s.InUse > s.Committed || s.Committed > s.Reserved || s.InUse+g.QuarantinedBytes > s.Reserved && !mutant.QuarantinePastReserved: // MEM-ACCOUNT: the quarantine may overflow the reservation
 		vs = append(vs, violation(spec.RuleMemAccount, "InUse %d, Committed %d, Quarantined %d, Reserved %d", s.InUse, s.Committed, g.QuarantinedBytes, s.Reserved))
 	case g.LiveObjects != uint64(g.Superblocks) || g.LiveObjects > g.Allocs:
 		vs = append(vs, violation(spec.RuleGuardFault, "guard: %+v", g))
@@ -723,7 +727,7 @@ func CheckOOM(s *impl.Snapshot, ids []int, n, align int) []*Violation {
 		switch free := sb.NFree + sb.LocalFreed; {
 		case pending > 0 && !mutant.OOMOrphanPending:
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d remote frees pending in orphan %d", n, align, pending, sb.Index))
-		case free == sb.Objects:
+		case free == sb.Objects && !(mutant.OOMOrphanEmptyClass && sb.Class != k): // OOM-REAL: empty orphans of other classes pass
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with orphan %d empty", n, align, sb.Index))
 		case sb.Class == k && free > 0 && (!mutant.OOMOrphanPartial || free >= max(1, sb.Objects/16)):
 			orphanVs = append(orphanVs, violation(spec.RuleOOMReal, "Alloc(%d, %d) ran out of memory with %d free objects in orphan %d", n, align, free, sb.Index))
@@ -863,7 +867,7 @@ func ExpectFree(s *impl.Snapshot, id int, addr uintptr) oracle.Kind {
 	case st.State == impl.SBPool && st.Class == spec.Large && rel == 0:
 		return oracle.DoubleFree
 	case st.State == impl.SBPool && st.Class >= 0 && st.Class < spec.NumClasses:
-		if size := spec.ClassSize(st.Class); rel%size == 0 && rel/size < spec.ClassObjects(st.Class) {
+		if size := spec.ClassSize(st.Class); rel%size == 0 && (rel/size < spec.ClassObjects(st.Class) || mutant.PoolTailSlot && rel/size == spec.ClassObjects(st.Class)) { // FREE-INVALID: the tail passes for a slot
 			return oracle.DoubleFree
 		}
 		return oracle.InvalidPointer

@@ -766,6 +766,9 @@ func (s *Shared) ExactChecks() int {
 // uniform reports whether every byte of b is x: b[0] == x and b equals itself
 // shifted by one, which memequal does at memory speed.
 func uniform(b []byte, x byte) bool {
+	if mutant.UniformEnds { // INTEGRITY: only the first and last bytes compared
+		return len(b) == 0 || b[0] == x && b[len(b)-1] == x
+	}
 	return len(b) == 0 || b[0] == x && bytes.Equal(b[1:], b[:len(b)-1])
 }
 

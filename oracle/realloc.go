@@ -62,7 +62,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 	inPlace := live && resizable(o, n)
 	if got == OK && addr == old {
 		switch {
-		case !inPlace && !live:
+		case !inPlace && !live && (n > 0 || !mutant.ReallocFreedZero): // FREE-DOUBLE: Realloc(b, 0) of a freed b is called REFINES
 			return violation(spec.RuleFreeDouble, "Realloc(%#x, %d) of an object that is not live returned it", old, n)
 		case !inPlace:
 			return violation(spec.RuleRefines, "Realloc(%#x, %d) stayed in place, but class %d of %d bytes cannot hold it there", old, n, o.Class, o.Usable)
@@ -99,7 +99,7 @@ func (m *Model) Realloc(id int, old uintptr, n int, addr uintptr, length, capaci
 	switch {
 	case got == InvalidPointer || got == DoubleFree && free == DoubleFree:
 		m.badFrees++
-		if got == InvalidPointer {
+		if got == InvalidPointer && !mutant.ReallocInvalidUncounted { // FREE-INVALID: not counted as invalid
 			m.invalid++
 		}
 		if !m.foreign(old) || mutant.ModelForeignAllocs {

@@ -533,6 +533,27 @@ const (
 	ShrinkNoFreeSite        = false
 	TimerTwiceDecay         = false
 	PooledCountsFresh       = false
+	FreeHeldFirstObj        = false
+	HeldOrphanOK            = false
+	HeldClassZero           = false
+	GuardInUseNotDirty      = false
+	QuarantinePastReserved  = false
+	PoolTailSlot            = false
+	OOMOrphanEmptyClass     = false
+	ReallocFreedZero        = false
+	ReallocInvalidUncounted = false
+	GuardOffStatsUnchecked  = false
+	QuarantineUsableUnder   = false
+	QuarantineSlotUnchecked = false
+	QuarantineUnlisted      = false
+	SampledHeldFirstCache   = false
+	FreeVerdictDoubleOK     = false
+	TrimQuarantineAll       = false
+	TrimPooledAtZero        = false
+	ExploreCheckUnflushed   = false
+	UniformEnds             = false
+	FlushedSkipCacheZero    = false
+	StatsReservedUnchecked  = false
 )
 
 func Drop() bool { return false }
