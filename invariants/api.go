@@ -207,21 +207,8 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 			old, n, id, addr(r) == old, inPlace)
 	}
 	if err != nil {
-		if got == oracle.OutOfMemory {
-			s := h.A.Snapshot()
-			if vs := h.checkOOM(s, id, n, 1); len(vs) > 0 {
-				return vs[0]
-			}
-			if live {
-				if v := CheckReallocOOM(s, old, cap(b), n); v != nil {
-					return v
-				}
-			}
-		}
-		if live { // b is untouched and still live
-			if v := h.intact(old); v != nil {
-				return v
-			}
+		if v := h.reallocFailed(id, b, n, got, live); v != nil {
+			return v
 		}
 		return h.step(nil)
 	}
@@ -253,6 +240,29 @@ func (h *Harness) realloc(id int, b []byte, n int) error {
 		}
 	}
 	return h.hold(r)
+}
+
+// reallocFailed checks a Realloc(b, n) on cache id that returned the error
+// got, b live (live) or not: an out-of-memory must be one (OOM-REAL: checkOOM,
+// CheckReallocOOM), and a live b is left untouched, every byte holding its
+// fill (INTEGRITY, OOM-REAL).
+func (h *Harness) reallocFailed(id int, b []byte, n int, got oracle.Kind, live bool) *Violation {
+	old := addr(b)
+	if got == oracle.OutOfMemory {
+		s := h.A.Snapshot()
+		if vs := h.checkOOM(s, id, n, 1); len(vs) > 0 {
+			return vs[0]
+		}
+		if live {
+			if v := CheckReallocOOM(s, old, cap(b), n); v != nil {
+				return v
+			}
+		}
+	}
+	if live && !mutant.ReallocIntactOOM { // INTEGRITY: b is untouched and still live (unchecked)
+		return h.intact(old)
+	}
+	return nil
 }
 
 // expectInPlace predicts from a snapshot whether cache id's Realloc of the live

@@ -1,6 +1,9 @@
 package invariants
 
-import "github.com/refalloc/refalloc/impl"
+import (
+	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/oracle"
+)
 
 // HookPoint is where Shared's hook holds a call.
 type HookPoint = hookPoint
@@ -20,15 +23,16 @@ func (s *Shared) SetHook(h func(at hookPoint, x uintptr)) { s.hook = h }
 // CheckMiss, CheckTrimmed and ContainsCount are the harness's own checks, for
 // tests that feed them a broken snapshot or error.
 var (
-	CheckMiss     = checkMiss
-	FreeVerdict   = freeVerdict
-	CheckTrimmed  = checkTrimmed
-	ContainsCount = containsCount
-	Flushed       = flushed
-	FlushedIDs    = flushedIDs
-	ExpectInPlace = expectInPlace
-	ReportNames   = reportNames
-	StatsTable    = statsTable
+	CheckMiss      = checkMiss
+	FreeVerdict    = freeVerdict
+	RefusalVerdict = refusalVerdict
+	CheckTrimmed   = checkTrimmed
+	ContainsCount  = containsCount
+	Flushed        = flushed
+	FlushedIDs     = flushedIDs
+	ExpectInPlace  = expectInPlace
+	ReportNames    = reportNames
+	StatsTable     = statsTable
 )
 
 // SetDebug changes whether the harness expects the allocator to be in debug
@@ -62,4 +66,10 @@ func (h *Harness) CheckUnroutedFrontOOM(s *impl.Snapshot, n, align int) []*Viola
 	defer func(served int) { h.served = served }(h.served)
 	h.served = -1
 	return h.checkOOM(s, Front, n, align)
+}
+
+// ReallocFailed is the harness's check of a Realloc(b, n) on cache id that
+// returned the error got (b live or not).
+func (h *Harness) ReallocFailed(id int, b []byte, n int, got oracle.Kind, live bool) *Violation {
+	return h.reallocFailed(id, b, n, got, live)
 }

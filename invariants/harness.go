@@ -352,10 +352,8 @@ func (h *Harness) free(id int, b []byte) (oracle.Kind, error) {
 	}
 	if before != nil {
 		after := h.A.Snapshot()
-		if got == oracle.InvalidPointer {
-			if d := RefusalDiff(before, after); d != "" {
-				return got, violation(spec.RuleFreeInvalid, "Free(%#x) on cache %d returned %v and changed the state:\n%s", addr(b), id, got, d)
-			}
+		if v := refusalVerdict(id, addr(b), got, before, after); v != nil {
+			return got, v
 		}
 		if v := checkMiss(before, after, ids, addr(b)); v != nil {
 			return got, v
@@ -377,6 +375,19 @@ func freeVerdict(id int, a uintptr, expect []oracle.Kind, got oracle.Kind) *Viol
 		rule = spec.RuleFreeInvalid
 	}
 	return violation(rule, "Free(%#x) on cache %d returned %v; the snapshot says %v", a, id, got, expect)
+}
+
+// refusalVerdict (FREE-INVALID) judges a free of a on cache id that returned
+// got, by the snapshots before and after it: a free refused as invalid that
+// changed the state (RefusalDiff) is reported; nil otherwise.
+func refusalVerdict(id int, a uintptr, got oracle.Kind, before, after *impl.Snapshot) *Violation {
+	if got != oracle.InvalidPointer || mutant.HRefusalDiff { // FREE-INVALID: a refusal's changes unchecked
+		return nil
+	}
+	if d := RefusalDiff(before, after); d != "" {
+		return violation(spec.RuleFreeInvalid, "Free(%#x) on cache %d returned %v and changed the state:\n%s", a, id, got, d)
+	}
+	return nil
 }
 
 // RefusalDiff is what changed from before to after, snapshots around a free

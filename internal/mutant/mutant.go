@@ -569,4 +569,6 @@ var All = []Mutant{
 	{"uniformends", "INTEGRITY", "Cache.Free", "invariants: Shared's uniform compares an object's first and last bytes only, so a change in the middle passes"},
 	{"flushedskipcachezero", "STATS-EXACT", "Allocator.Flush", "invariants: the flushed check skips the superblocks of cache 0, taking owner 0 for no owner"},
 	{"statsreservedunchecked", "MEM-ACCOUNT", "Allocator.Stats", "invariants: statsTable does not compare Stats.Reserved with the reservation"},
+	{"hrefusaldiff", "FREE-INVALID", "Cache.Free", "invariants: the harness does not compare the snapshots around a free refused as invalid (refusalVerdict), so a refusal that changed the state passes"},
+	{"reallocintactoom", "INTEGRITY", "Cache.Realloc", "invariants: the harness does not check that a failed Realloc left its live object's bytes intact (reallocFailed)"},
 }

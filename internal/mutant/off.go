@@ -554,6 +554,8 @@ const (
 	UniformEnds             = false
 	FlushedSkipCacheZero    = false
 	StatsReservedUnchecked  = false
+	HRefusalDiff            = false
+	ReallocIntactOOM        = false
 )
 
 func Drop() bool { return false }

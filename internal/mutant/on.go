@@ -571,6 +571,8 @@ var (
 	UniformEnds             = on("uniformends")
 	FlushedSkipCacheZero    = on("flushedskipcachezero")
 	StatsReservedUnchecked  = on("statsreservedunchecked")
+	HRefusalDiff            = on("hrefusaldiff")
+	ReallocIntactOOM        = on("reallocintactoom")
 )
 
 var remoteFrees atomic.Uint64
