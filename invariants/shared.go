@@ -618,13 +618,16 @@ func (s *Shared) Settle() {
 			if mutant.SettleFitsLen {
 				whole = h.B
 			}
+			if mutant.SettleZeroSkip && len(h.B) == 0 { // INTEGRITY: a survivor of length 0 taken for none
+				return true
+			}
 			return h.B == nil || h.Mixed || uniform(whole, h.Fill)
 		}
 		var cands []int
 		for i, o := range outs {
 			usable, isLive := live[x]
 			switch {
-			case o.Live == oracle.LiveNone && !isLive:
+			case o.Live == oracle.LiveNone && (!isLive || mutant.SettleLiveNone): // REFINES: nothing live fits whatever the snapshot shows
 			case o.Live == oracle.LiveBefore && isLive && (usable == j.before.Usable || mutant.SettleUsableIgnored):
 			case o.Live >= 0 && isLive && usable == j.objs[o.Live].Usable:
 			default:
@@ -637,7 +640,9 @@ func (s *Shared) Settle() {
 				x, liveness(live, x), describeCalls(j.calls)))
 			continue
 		}
-		sort.Slice(cands, func(a, b int) bool { return outs[cands[a]].Live > outs[cands[b]].Live })
+		if !mutant.SettlePickFirst { // REFINES: the candidates tried in call order, the object handed out first
+			sort.Slice(cands, func(a, b int) bool { return outs[cands[a]].Live > outs[cands[b]].Live })
+		}
 		pick := cands[0]
 		for _, i := range cands {
 			if fits(heldBy(outs[i])) {

@@ -571,4 +571,7 @@ var All = []Mutant{
 	{"statsreservedunchecked", "MEM-ACCOUNT", "Allocator.Stats", "invariants: statsTable does not compare Stats.Reserved with the reservation"},
 	{"hrefusaldiff", "FREE-INVALID", "Cache.Free", "invariants: the harness does not compare the snapshots around a free refused as invalid (refusalVerdict), so a refusal that changed the state passes"},
 	{"reallocintactoom", "INTEGRITY", "Cache.Realloc", "invariants: the harness does not check that a failed Realloc left its live object's bytes intact (reallocFailed)"},
+	{"settlelivenone", "REFINES", "invariants.Shared.Settle", "Settle takes nothing live as an outcome of the calls on an address even where the snapshot shows an object live"},
+	{"settlepickfirst", "REFINES", "invariants.Shared.Settle", "Settle tries the outcomes the snapshot allows in call order, so of several whose bytes fit it picks the object handed out first, not last"},
+	{"settlezeroskip", "INTEGRITY", "invariants.Shared.Settle", "Settle takes a survivor of length 0 (Alloc(0)) for one that holds its fill, unread"},
 }

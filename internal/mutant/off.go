@@ -556,6 +556,9 @@ const (
 	StatsReservedUnchecked  = false
 	HRefusalDiff            = false
 	ReallocIntactOOM        = false
+	SettleLiveNone          = false
+	SettlePickFirst         = false
+	SettleZeroSkip          = false
 )
 
 func Drop() bool { return false }

@@ -573,6 +573,9 @@ var (
 	StatsReservedUnchecked  = on("statsreservedunchecked")
 	HRefusalDiff            = on("hrefusaldiff")
 	ReallocIntactOOM        = on("reallocintactoom")
+	SettleLiveNone          = on("settlelivenone")
+	SettlePickFirst         = on("settlepickfirst")
+	SettleZeroSkip          = on("settlezeroskip")
 )
 
 var remoteFrees atomic.Uint64
