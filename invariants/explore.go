@@ -580,7 +580,7 @@ func (x *explorer) plan(sh *Shared, w *eworker) eop {
 
 // remember keeps b for later stale frees.
 func (w *eworker) remember(b []byte) {
-	if len(w.freed) == 8 {
+	if len(w.freed) == 8 || mutant.ExploreRemoteRemember && len(w.freed) == 1 { // a stale free reaches back to the last free only
 		w.freed = w.freed[1:]
 	}
 	w.freed = append(w.freed, b)

@@ -574,4 +574,5 @@ var All = []Mutant{
 	{"settlelivenone", "REFINES", "invariants.Shared.Settle", "Settle takes nothing live as an outcome of the calls on an address even where the snapshot shows an object live"},
 	{"settlepickfirst", "REFINES", "invariants.Shared.Settle", "Settle tries the outcomes the snapshot allows in call order, so of several whose bytes fit it picks the object handed out first, not last"},
 	{"settlezeroskip", "INTEGRITY", "invariants.Shared.Settle", "Settle takes a survivor of length 0 (Alloc(0)) for one that holds its fill, unread"},
+	{"exploreremoteremember", "FREE-DOUBLE", "Cache.Free", "invariants: the explorer's workers remember only the object they freed last for stale frees, not the last 8"},
 }

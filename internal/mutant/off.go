@@ -559,6 +559,7 @@ const (
 	SettleLiveNone          = false
 	SettlePickFirst         = false
 	SettleZeroSkip          = false
+	ExploreRemoteRemember   = false
 )
 
 func Drop() bool { return false }

@@ -576,6 +576,7 @@ var (
 	SettleLiveNone          = on("settlelivenone")
 	SettlePickFirst         = on("settlepickfirst")
 	SettleZeroSkip          = on("settlezeroskip")
+	ExploreRemoteRemember   = on("exploreremoteremember")
 )
 
 var remoteFrees atomic.Uint64
