@@ -149,3 +149,27 @@ func TestSharedSettleChecksZeroLengthSurvivor(t *testing.T) {
 	sh.Settle()
 	fires(t, spec.RuleIntegrity, "live after stale frees on it", sh.Violations())
 }
+
+// TestReallocSizesHalfPagesEdge (REFINES): the model lets a large object
+// that does not grow stay in place whatever it shrinks to, so the model never
+// tells apart the sizes ReallocSizes adds for an implementation that would
+// move a large object shrunk to half its pages or less: for p pages, a size of
+// ceil(p/2) pages and the one byte less (ceil(p/2)-1 pages) are both there.
+// Slip (rszleast): the edge is one byte low, both sizes of ceil(p/2)-1 pages.
+func TestReallocSizesHalfPagesEdge(t *testing.T) {
+	pages := func(n int) int { return (n + spec.PageSize - 1) / spec.PageSize }
+	for p := 3; p <= 48; p++ {
+		h := (p + 1) / 2
+		sizes := map[int]bool{}
+		for _, n := range invariants.ReallocSizes(oracle.Object{Class: spec.Large, Usable: p * spec.PageSize}) {
+			sizes[n] = true
+		}
+		found := false
+		for n := range sizes {
+			found = found || pages(n) == h && sizes[n-1] && pages(n-1) == h-1
+		}
+		if !found {
+			t.Errorf("%d pages: ReallocSizes %v has no sizes of %d pages and one byte less", p, sizes, h)
+		}
+	}
+}

@@ -52,6 +52,9 @@ func ReallocSizes(o oracle.Object) []int {
 	}
 	p := o.Usable / spec.PageSize
 	least := ((p+1)/2-1)*spec.PageSize + 1
+	if mutant.ReallocSizesLeast { // a shrink limit's edge a page low: both sizes on one side of it
+		least--
+	}
 	out := []int{o.Usable, o.Usable + 1, o.Usable - spec.PageSize, o.Usable - spec.PageSize + 1, least, least - 1, 0, o.Usable / 2,
 		spec.MaxSmall + 1, spec.MaxSmall}
 	if mutant.ReallocSizesSmall {

@@ -41,6 +41,9 @@ type ExploreConfig struct {
 	SwitchOdds int
 	// Watchdog fails a round that makes no progress for this long [60s].
 	Watchdog time.Duration
+	// atCheck, if set (tests), runs at each round's quiescent point, before
+	// its check.
+	atCheck func(*Shared)
 }
 
 // DrawExploreConfig draws a configuration from ch: 2 to 4 workers, a
@@ -344,6 +347,9 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		if flushed {
 			x.flushAll(sh)
 		}
+		if cfg.atCheck != nil {
+			cfg.atCheck(sh)
+		}
 		if mutant.ExploreCheckUnflushed { // STATS-EXACT: a flushed round checked as if it were not
 			sh.Check(false)
 		} else {
@@ -353,7 +359,7 @@ func Explore(ch Chooser, cfg ExploreConfig) (*ExploreResult, error) {
 		for _, w := range x.workers {
 			w.mine = alive(sh, w.mine)
 		}
-		if vs := sh.Violations(); len(vs) > 0 {
+		if vs := sh.Violations(); len(vs) > 0 && !mutant.ExploreViolationsLast { // the violations taken at the end, with no trace
 			res.Violations = vs
 			res.Trace = x.describe(plans)
 		}

@@ -575,4 +575,6 @@ var All = []Mutant{
 	{"settlepickfirst", "REFINES", "invariants.Shared.Settle", "Settle tries the outcomes the snapshot allows in call order, so of several whose bytes fit it picks the object handed out first, not last"},
 	{"settlezeroskip", "INTEGRITY", "invariants.Shared.Settle", "Settle takes a survivor of length 0 (Alloc(0)) for one that holds its fill, unread"},
 	{"exploreremoteremember", "FREE-DOUBLE", "Cache.Free", "invariants: the explorer's workers remember only the object they freed last for stale frees, not the last 8"},
+	{"exploreviolationslast", "REFINES", "Cache.Free", "invariants: the explorer takes a failing round's violations only at the end of the run, with no trace of the round's schedule"},
+	{"rszleast", "REFINES", "Cache.Realloc", "invariants: ReallocSizes' edge for an implementation that would move a large object shrunk to half its pages or less is one byte low, so both its sizes lie on one side of it"},
 }

@@ -560,6 +560,8 @@ const (
 	SettlePickFirst         = false
 	SettleZeroSkip          = false
 	ExploreRemoteRemember   = false
+	ExploreViolationsLast   = false
+	ReallocSizesLeast       = false
 )
 
 func Drop() bool { return false }

@@ -577,6 +577,8 @@ var (
 	SettlePickFirst         = on("settlepickfirst")
 	SettleZeroSkip          = on("settlezeroskip")
 	ExploreRemoteRemember   = on("exploreremoteremember")
+	ExploreViolationsLast   = on("exploreviolationslast")
+	ReallocSizesLeast       = on("rszleast")
 )
 
 var remoteFrees atomic.Uint64
