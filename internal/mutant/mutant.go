@@ -569,4 +569,5 @@ var All = []Mutant{
 	{"uniformends", "INTEGRITY", "Cache.Free", "invariants: Shared's uniform compares an object's first and last bytes only, so a change in the middle passes"},
 	{"flushedskipcachezero", "STATS-EXACT", "Allocator.Flush", "invariants: the flushed check skips the superblocks of cache 0, taking owner 0 for no owner"},
 	{"statsreservedunchecked", "MEM-ACCOUNT", "Allocator.Stats", "invariants: statsTable does not compare Stats.Reserved with the reservation"},
+	{"currentlimitpast", "STATS-LAG", "Cache.Free", "relist sets a current superblock's limit one past publishBatch after a publish: 64 local frees stay unpublished"},
 }

@@ -554,6 +554,7 @@ const (
 	UniformEnds             = false
 	FlushedSkipCacheZero    = false
 	StatsReservedUnchecked  = false
+	CurrentLimitPast        = false
 )
 
 func Drop() bool { return false }

@@ -571,6 +571,7 @@ var (
 	UniformEnds             = on("uniformends")
 	FlushedSkipCacheZero    = on("flushedskipcachezero")
 	StatsReservedUnchecked  = on("statsreservedunchecked")
+	CurrentLimitPast        = on("currentlimitpast")
 )
 
 var remoteFrees atomic.Uint64
