@@ -608,7 +608,7 @@ func (c *Cache) relist(sb *superblock, release bool) {
 	free := sb.nfree + sb.localFreed
 	switch {
 	case sb.list == listCurrent:
-		sb.limit = publishBatch
+		sb.limit = publishBatch + b2i(mutant.CurrentLimitPast) // STATS-LAG
 		return
 	case sb.empty() && release && !mutant.KeepEmpty:
 		c.unlink(sb)

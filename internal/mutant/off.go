@@ -562,6 +562,7 @@ const (
 	ExploreRemoteRemember   = false
 	ExploreViolationsLast   = false
 	ReallocSizesLeast       = false
+	CurrentLimitPast        = false
 )
 
 func Drop() bool { return false }

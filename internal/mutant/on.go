@@ -579,6 +579,7 @@ var (
 	ExploreRemoteRemember   = on("exploreremoteremember")
 	ExploreViolationsLast   = on("exploreviolationslast")
 	ReallocSizesLeast       = on("rszleast")
+	CurrentLimitPast        = on("currentlimitpast")
 )
 
 var remoteFrees atomic.Uint64
