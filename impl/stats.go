@@ -34,9 +34,10 @@ type LargeStats struct {
 
 // Stats is a snapshot of the published counters. After every cache has flushed,
 // Allocs and Frees are exact (STATS-EXACT); Allocs-Frees never under-reports the
-// live objects of a class. Close flushes nothing: Stats after Close are those
-// at Close, frees not yet published (STATS-LAG) included, so flush the
-// caches (Cache.Close, Allocator.Flush) before Close for final counts.
+// live objects of a class. Close flushes nothing: Stats after Close stay as
+// they were at Close, and frees not yet published then (STATS-LAG) are never
+// counted, so flush the caches (Cache.Close, Allocator.Flush) before Close for
+// final counts.
 type Stats struct {
 	Classes []ClassStats
 	Large   LargeStats
