@@ -18,23 +18,12 @@ import (
 // program that had freed everything (goroutines that ran on other Ps, or a
 // GOMAXPROCS lowered since) got ErrOutOfMemory.
 func TestFrontOOMFlushesEveryInternalCache(t *testing.T) {
-	nc := func() int {
-		a, err := impl.New(impl.Options{Reserve: spec.SuperblockSize})
-		must(t, err)
-		defer a.Close()
-		return a.FrontCaches()
-	}()
+	nc := frontCacheCount(t)
 	a, err := impl.New(impl.Options{Reserve: (nc + 2) * spec.SuperblockSize})
 	must(t, err)
 	defer a.Close()
-	// Every internal cache takes a superblock for one object, freed: each
-	// keeps it, empty, as its current superblock of the class.
 	for i := range nc {
-		a.WithFrontCache(i, func(c *impl.Cache) {
-			b, err := c.Alloc(16)
-			must(t, err)
-			must(t, c.Free(b))
-		})
+		keepEmptySuperblock(t, a, i)
 	}
 	if s := a.Stats(); s.SmallSuperblocks != nc {
 		t.Fatalf("%d small superblocks held by the %d internal caches, want one each", s.SmallSuperblocks, nc)
@@ -62,4 +51,24 @@ func TestFrontOOMFlushesEveryInternalCache(t *testing.T) {
 			})
 		}
 	}
+}
+
+// frontCacheCount is how many internal caches an Allocator has here
+// (FRONT-EXCLUSIVE: per-P ones and shards).
+func frontCacheCount(t *testing.T) int {
+	a, err := impl.New(impl.Options{Reserve: spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	return a.FrontCaches()
+}
+
+// keepEmptySuperblock makes internal cache i take a superblock for one 16-byte
+// object, freed: it keeps it, empty, as its current superblock of the class
+// until it is flushed (OOM-REAL).
+func keepEmptySuperblock(t *testing.T, a *impl.Allocator, i int) {
+	a.WithFrontCache(i, func(c *impl.Cache) {
+		b, err := c.Alloc(16)
+		must(t, err)
+		must(t, c.Free(b))
+	})
 }

@@ -22,21 +22,12 @@ import (
 // reservation. The caller must have set GOMAXPROCS to 1.
 func oomRetryFixture(t *testing.T) (a *impl.Allocator, held, large []byte) {
 	t.Helper()
-	nc := func() int {
-		a, err := impl.New(impl.Options{Reserve: spec.SuperblockSize})
-		must(t, err)
-		defer a.Close()
-		return a.FrontCaches()
-	}()
+	nc := frontCacheCount(t)
 	a, err := impl.New(impl.Options{Reserve: (nc + 1) * spec.SuperblockSize})
 	must(t, err)
 	t.Cleanup(func() { a.Close() })
 	for i := 1; i < nc; i++ {
-		a.WithFrontCache(i, func(c *impl.Cache) {
-			b, err := c.Alloc(16)
-			must(t, err)
-			must(t, c.Free(b))
-		})
+		keepEmptySuperblock(t, a, i)
 	}
 	held, err = a.Alloc(16) // P 0's cache: GOMAXPROCS is 1
 	must(t, err)
