@@ -44,13 +44,14 @@ func (a *Allocator) Leaks() []Leak {
 }
 
 // liveAtClose is the state Leaks lists after Close: a snapshot taken before
-// the remote words were marked, and the held groups then.
+// the remote words were marked, and a copy of the held groups then, which
+// holds nothing of the caches.
 type liveAtClose struct {
 	s    *Snapshot
-	held map[*superblock]*classCache
+	held map[*superblock]heldGroup
 }
 
-func (a *Allocator) leaksOf(s *Snapshot, held map[*superblock]*classCache) []Leak {
+func (a *Allocator) leaksOf(s *Snapshot, held map[*superblock]heldGroup) []Leak {
 	var out []Leak
 	a.lock()
 	defer a.mu.Unlock()
@@ -66,7 +67,7 @@ func (a *Allocator) leaksOf(s *Snapshot, held map[*superblock]*classCache) []Lea
 			for g := range st.Free {
 				h := held[sb]
 				if mutant.LeaksHeld {
-					h = nil
+					h = heldGroup{}
 				}
 				for live := liveBits(&st, h, g); live != 0; live &= live - 1 {
 					idx := 32*g + bits.TrailingZeros32(live)

@@ -299,7 +299,7 @@ func (a *Allocator) walk(head *superblock) []int {
 	return out
 }
 
-func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCache) {
+func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held heldGroup) {
 	if o := sb.owner.Load(); o != nil {
 		st.Owner = o.id
 		st.Current = sb.list == listCurrent
@@ -322,9 +322,9 @@ func (a *Allocator) snapSmall(st *SuperblockState, sb *superblock, held *classCa
 
 // liveBits is the impl's own view of the live objects of group g: neither free,
 // held (by held, the owner's held group, if any) nor pending.
-func liveBits(st *SuperblockState, held *classCache, g int) uint32 {
+func liveBits(st *SuperblockState, held heldGroup, g int) uint32 {
 	notLive := st.Free[g] | st.Pending[g]
-	if held != nil && int(held.group) == g {
+	if int(held.group) == g {
 		notLive |= held.bits
 	}
 	valid := uint32(1<<32 - 1)
@@ -334,13 +334,21 @@ func liveBits(st *SuperblockState, held *classCache, g int) uint32 {
 	return valid &^ notLive
 }
 
+// heldGroup is a copy of a held group's objects: a copy, so that what Close
+// keeps for Leaks (liveAtClose) does not depend on the caches after Close.
+// The zero value holds nothing.
+type heldGroup struct {
+	group int32
+	bits  uint32
+}
+
 // heldGroups maps each superblock to the held group taken from it, if any.
-func heldGroups(caches []*Cache) map[*superblock]*classCache {
-	held := map[*superblock]*classCache{}
+func heldGroups(caches []*Cache) map[*superblock]heldGroup {
+	held := map[*superblock]heldGroup{}
 	for _, c := range caches {
 		for k := range spec.NumClasses {
 			if cc := &c.cls[k]; cc.bits != 0 {
-				held[cc.sb] = cc
+				held[cc.sb] = heldGroup{group: cc.group, bits: cc.bits}
 			}
 		}
 	}
