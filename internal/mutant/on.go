@@ -580,6 +580,7 @@ var (
 	ExploreViolationsLast   = on("exploreviolationslast")
 	ReallocSizesLeast       = on("rszleast")
 	CurrentLimitPast        = on("currentlimitpast")
+	RemoteCASLost           = on("remotecaslost")
 )
 
 var remoteFrees atomic.Uint64
