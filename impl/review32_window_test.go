@@ -39,3 +39,46 @@ func TestRemoteFreeRetriesLostCAS(t *testing.T) {
 		t.Fatalf("%d objects live after two remote frees of %d, want %d", st.Live, len(objs), len(objs)-2)
 	}
 }
+
+// TestAcquireGivesRemoteSetBeforeLayout (CACHE-COHERENT 2, FREE-DOUBLE): a
+// superblock released from class 4096 (a one-word remote set) is carved for
+// class 8, which needs a new set. A stale free of its old object 0 by another
+// cache reads the header while the carving is half done (acquire.carve): it
+// must see either the pooled superblock (a double free, refused) or the new
+// layout with its new set (a double free of object 0, not handed out yet,
+// found when the group is taken). Slip (remotesetlate): the layout is
+// published before the set is replaced; the free pairs the new layout with the
+// old set, its CAS lands there, it returns nil, and the double free is never
+// found.
+func TestAcquireGivesRemoteSetBeforeLayout(t *testing.T) {
+	a, err := impl.New(impl.Options{Reserve: 4 * spec.SuperblockSize})
+	must(t, err)
+	defer a.Close()
+	c, _ := a.NewCache()
+	d, _ := a.NewCache()
+	x := allocN(t, c, 4096)
+	must(t, c.Free(x))
+	c.Flush() // released: pooled, its one-word remote set stamped
+	var y []byte
+	var stale error
+	must(t, during(t, newPause(impl.YieldAcquireCarve), func() (err error) {
+		y, err = c.Alloc(8) // carves the superblock for class 8
+		return err
+	}, func() {
+		stale = d.Free(x) // d has no entry: a miss, judged by the header
+	}))
+	if addrOf(y) != addrOf(x) {
+		t.Fatalf("the superblock was not reused at the same address (%#x, %#x)", addrOf(x), addrOf(y))
+	}
+	must(t, c.Free(y))
+	c.Flush()
+	d.Flush()
+	switch st := a.Stats(); {
+	case stale == nil && st.DoubleFrees != 1:
+		t.Fatalf("a free of an object not handed out returned nil, and %d double frees were found, want 1 (FREE-DOUBLE)", st.DoubleFrees)
+	case stale != nil && !errors.Is(stale, impl.ErrDoubleFree):
+		t.Fatalf("the stale free: %v, want ErrDoubleFree or nil", stale)
+	}
+	must(t, c.Close())
+	must(t, d.Close())
+}

@@ -564,6 +564,7 @@ const (
 	ReallocSizesLeast       = false
 	CurrentLimitPast        = false
 	RemoteCASLost           = false
+	RemoteSetLate           = false
 )
 
 func Drop() bool { return false }

@@ -581,6 +581,7 @@ var (
 	ReallocSizesLeast       = on("rszleast")
 	CurrentLimitPast        = on("currentlimitpast")
 	RemoteCASLost           = on("remotecaslost")
+	RemoteSetLate           = on("remotesetlate")
 )
 
 var remoteFrees atomic.Uint64
