@@ -728,12 +728,20 @@ func (a *Allocator) acquireSmall(c *Cache, k int) *superblock {
 	// Order matters to a concurrent fill (fillEntry): the remote set, then the
 	// owner, then the layout. The generation does not change here: every small
 	// period of a superblock starts with the generation its release gave it.
-	sb.ensureRemote(groups, gen)
+	if !mutant.RemoteSetLate {
+		sb.ensureRemote(groups, gen)
+	}
 	sb.initSmall(k, a.debug)
 	sb.dirty = true
 	sb.ownerFreed = sb.ownerFreed && mutant.StaleOwnerFreed
 	sb.owner.Store(c)
+	if mutant.RemoteSetLate { // CACHE-COHERENT: the layout published before its remote set
+		sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
+	}
 	yield(YieldAcquireCarve)
+	if mutant.RemoteSetLate {
+		sb.ensureRemote(groups, gen)
+	}
 	sb.meta.Store(packMeta(gen, stateSmall, uint8(k)))
 	a.counts.small++
 	return sb

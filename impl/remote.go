@@ -95,6 +95,9 @@ func (c *Cache) remoteFree(e *sbEntry, off uintptr) remoteOutcome {
 		if w.CompareAndSwap(old, old|uint64(m)) {
 			break
 		}
+		if mutant.RemoteCASLost { // CONSERVE: a CAS lost to another free into the group taken as done
+			break
+		}
 	}
 	yield(YieldRemoteNotify)
 	if !mutant.FrontNoNotify || !c.front {

@@ -578,4 +578,6 @@ var All = []Mutant{
 	{"exploreviolationslast", "REFINES", "Cache.Free", "invariants: the explorer takes a failing round's violations only at the end of the run, with no trace of the round's schedule"},
 	{"rszleast", "REFINES", "Cache.Realloc", "invariants: ReallocSizes' edge for an implementation that would move a large object shrunk to half its pages or less is one byte low, so both its sizes lie on one side of it"},
 	{"currentlimitpast", "STATS-LAG", "Cache.Free", "relist sets a current superblock's limit one past publishBatch after a publish: 64 local frees stay unpublished"},
+	{"remotecaslost", "CONSERVE", "Cache.Free", "a remote free whose CAS fails because the word changed since its load (another remote free into the group landed) takes the free as done: the bit is never set, the object stays live for good"},
+	{"remotesetlate", "CACHE-COHERENT", "Cache.Free", "acquireSmall publishes the small layout before it gives the superblock the remote set of its new period: a stale free that reads the header in between pairs the new layout with the old, too small set, and its CAS lands in that dead set: nil returned for an object not handed out yet, the double free never found"},
 }

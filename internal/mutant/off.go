@@ -563,6 +563,8 @@ const (
 	ExploreViolationsLast   = false
 	ReallocSizesLeast       = false
 	CurrentLimitPast        = false
+	RemoteCASLost           = false
+	RemoteSetLate           = false
 )
 
 func Drop() bool { return false }

@@ -580,6 +580,8 @@ var (
 	ExploreViolationsLast   = on("exploreviolationslast")
 	ReallocSizesLeast       = on("rszleast")
 	CurrentLimitPast        = on("currentlimitpast")
+	RemoteCASLost           = on("remotecaslost")
+	RemoteSetLate           = on("remotesetlate")
 )
 
 var remoteFrees atomic.Uint64
