@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestReallocateNotAStart: Reallocate of a slice that does not start a buffer
@@ -76,4 +77,71 @@ func TestReallocateNotAStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReallocateEveryStartInPlace: every buffer of a superblock, the last
+// one ending at its end included, is a start for Reallocate's in-place test,
+// in a class that divides the superblock (1024) and one that does not (832,
+// its objects at multiples of 832, the superblock's tail unused). Slips in
+// starts: `<` for `<=` (the last 1024-byte buffer moves); a mask of half a
+// superblock (832-byte buffers past it move).
+func TestReallocateEveryStartInPlace(t *testing.T) {
+	m := newTest(t, false)
+	for _, c := range []struct{ alloc, grow int }{{1000, 1024}, {800, 832}} {
+		if capacity(c.alloc) != c.grow {
+			t.Fatalf("the size classes changed: capacity(%d) %d", c.alloc, capacity(c.alloc))
+		}
+		n := 2 * spec.SuperblockSize / c.grow
+		bufs := make([][]byte, n)
+		last := false
+		for i := range bufs {
+			bufs[i] = m.Allocate(c.alloc)
+			off := (uintptr(unsafe.Pointer(unsafe.SliceData(bufs[i]))) - m.base) % spec.SuperblockSize
+			last = last || int(off)+c.grow == spec.SuperblockSize
+		}
+		if !last && spec.SuperblockSize%c.grow == 0 {
+			t.Fatalf("setup: no %d-byte buffer ends a superblock", c.grow)
+		}
+		for i, b := range bufs {
+			if r := m.Reallocate(c.grow, b); unsafe.SliceData(r) != unsafe.SliceData(b) {
+				off := (uintptr(unsafe.Pointer(unsafe.SliceData(b))) - m.base) % spec.SuperblockSize
+				t.Fatalf("%d-byte buffer %d, at %d in its superblock, moved", c.grow, i, off)
+			} else {
+				bufs[i] = r
+			}
+		}
+		for _, b := range bufs {
+			m.Free(b)
+		}
+	}
+}
+
+// TestReallocateLargeTailNotAStart: a large buffer's tail slice at a multiple
+// of its predicted capacity that would run past the superblock (36864 bytes
+// at 36864) is not a buffer: Reallocate moves it and reports its free, it
+// does not hand out a slice of the large buffer. Slip: starts without its
+// `off+c <= SuperblockSize`.
+func TestReallocateLargeTailNotAStart(t *testing.T) {
+	var errs []error
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const half = 36 << 10
+	if capacity(half) != half {
+		t.Fatalf("capacity(%d) = %d", half, capacity(half))
+	}
+	big := m.Allocate(2 * half)
+	b := big[half:]
+	fill(b, 4)
+	r := m.Reallocate(spec.MaxSmall, b)
+	if unsafe.SliceData(r) == unsafe.SliceData(b) || !holds(r, 4) {
+		t.Errorf("Reallocate(MaxSmall, big[%d:]) stayed in place or lost its contents", half)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], impl.ErrInvalidPointer) {
+		t.Errorf("the tail's free: %v", errs)
+	}
+	m.Free(r)
+	m.Free(big)
 }
