@@ -138,9 +138,12 @@ func capacity(n int) int {
 // stays in place when b's object holds size bytes and is at most twice the
 // object a fresh size-byte buffer would get (so that a shrunk buffer does not
 // pin a much larger object); otherwise it allocates, copies and frees b (a b
-// that is not this Allocator's is copied, then reported as a bad free; in
-// Debug mode that panics, and so may OnError, and in guard mode the copy of a
-// released b faults: the new buffer is then freed again, nothing leaks).
+// that is not this Allocator's, or a slice that does not start one of its
+// buffers, is copied, then reported as a bad free; in Debug mode that panics,
+// and so may OnError, and in guard mode the copy of a released b faults: the
+// new buffer is then freed again, nothing leaks). A released b that could
+// stay in place is not found here (refalloc answers no liveness query): its
+// next Free reports a double free, unless its object was allocated again.
 func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if size < 0 {
 		panic(fmt.Errorf("refarrow: Reallocate(%d): negative size", size))
@@ -152,7 +155,7 @@ func (m *Allocator) Reallocate(size int, b []byte) []byte {
 	if have > spec.MaxSmall && size > spec.MaxSmall && m.owns(b) {
 		return m.reallocLarge(size, b)
 	}
-	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) && !m.closed.Load() {
+	if c := capacity(have); have > 0 && size > 0 && size <= c && 2*capacity(size) >= c && m.owns(b) && m.starts(b, c) && !m.closed.Load() {
 		m.inPlace.Add(1)
 		m.grow(int64(size - have))
 		r := unsafe.Slice(unsafe.SliceData(b), c)[:size:size]
@@ -215,6 +218,27 @@ func (m *Allocator) reallocLarge(size int, b []byte) []byte {
 // wraps any slice); extending that to a refalloc capacity would overrun it.
 func (m *Allocator) owns(b []byte) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))-m.base < m.size
+}
+
+// starts reports whether b, which owns found in the reservation, can be the
+// start of a buffer of capacity c (NO-OVERLAP, FREE-INVALID): small
+// objects start at a superblock's start + i*their class size, large ones at a
+// superblock's start (superblocks are SuperblockSize-aligned from the
+// reservation's base), so a buffer of capacity c starts at a multiple of c in
+// its superblock and ends in it (c is at most SuperblockSize where Reallocate
+// asks: a larger buffer goes to reallocLarge, or is more than twice any small
+// one). A slice into a buffer (a[64:]) fails this: Reallocate moves it and
+// the free of b reports it, instead of resizing an object that is not b's
+// into the next buffer. Unless its offset happens to be such a multiple: a
+// slice whose capacity predicts a smaller class than its buffer's, at a
+// multiple of that class (a[128:] of the 6th 512-byte buffer of a superblock:
+// capacity(384) is 448, and 5*512+128 is 6*448), still passes, and growing it
+// in place past its cap clears the start of the next buffer; telling those
+// apart takes the superblock's class, which impl does not export. Whether b
+// is live is not known here either.
+func (m *Allocator) starts(b []byte, c int) bool {
+	off := (uintptr(unsafe.Pointer(unsafe.SliceData(b))) - m.base) & (spec.SuperblockSize - 1)
+	return off%uintptr(c) == 0 && off+uintptr(c) <= spec.SuperblockSize
 }
 
 // badFree reports a bad free (see the package comment): counted, given to
