@@ -563,6 +563,7 @@ const (
 	ExploreViolationsLast   = false
 	ReallocSizesLeast       = false
 	CurrentLimitPast        = false
+	EvictDirtyNoPoison      = false
 )
 
 func Drop() bool { return false }

@@ -580,6 +580,7 @@ var (
 	ExploreViolationsLast   = on("exploreviolationslast")
 	ReallocSizesLeast       = on("rszleast")
 	CurrentLimitPast        = on("currentlimitpast")
+	EvictDirtyNoPoison      = on("evictdirtynopoison")
 )
 
 var remoteFrees atomic.Uint64
