@@ -117,6 +117,22 @@ func (r refusingProtect) protect(p unsafe.Pointer, n uintptr, access bool) error
 	return r.backend.protect(p, n, access)
 }
 
+// RefuseDecommit makes a's backend refuse to give memory back to the OS
+// (madvise), as a kernel may, so that the tests reach what guard mode does
+// with a quarantined object whose memory stays committed, and dirty
+// (GUARD-FAULT, DEBUG-POISON: it must hold poison when it is pooled).
+func RefuseDecommit(a *Allocator) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.be = refusingDecommit{a.be}
+}
+
+type refusingDecommit struct{ backend }
+
+func (refusingDecommit) decommit(unsafe.Pointer, uintptr) error {
+	return errors.New("decommit refused (test)")
+}
+
 // StaleFreeWord points cache c's entry for superblock i at a copy of the
 // header's free bitmap, as a fill that kept an old period's bitmap would:
 // Snapshot must show the entry's SameFree false (CACHE-COHERENT). It reports

@@ -429,7 +429,9 @@ func (a *Allocator) evict(i int) bool {
 			a.quar.q[i].stuck = !mutant.StuckUnmarked // OOM-REAL: it may stay past an out-of-memory
 			return false
 		}
-		if dirty > 0 && a.debug { // the decommit failed: pooled dirty memory holds poison
+		// DEBUG-POISON: the decommit failed: pooled dirty memory holds poison
+		// (TestGuardDecommitRefusedPoolsPoison).
+		if dirty > 0 && a.debug && !mutant.EvictDirtyNoPoison {
 			poison(unsafe.Slice((*byte)(p), n))
 		}
 	} else {

@@ -580,4 +580,5 @@ var All = []Mutant{
 	{"currentlimitpast", "STATS-LAG", "Cache.Free", "relist sets a current superblock's limit one past publishBatch after a publish: 64 local frees stay unpublished"},
 	{"remotecaslost", "CONSERVE", "Cache.Free", "a remote free whose CAS fails because the word changed since its load (another remote free into the group landed) takes the free as done: the bit is never set, the object stays live for good"},
 	{"remotesetlate", "CACHE-COHERENT", "Cache.Free", "acquireSmall publishes the small layout before it gives the superblock the remote set of its new period: a stale free that reads the header in between pairs the new layout with the old, too small set, and its CAS lands in that dead set: nil returned for an object not handed out yet, the double free never found"},
+	{"evictdirtynopoison", "DEBUG-POISON", "Options.Guard", "a quarantined object whose memory the kernel refused to decommit is pooled, when released, holding what the program wrote there, not poison: the next object there reports a write after free nobody made"},
 }

@@ -565,6 +565,7 @@ const (
 	CurrentLimitPast        = false
 	RemoteCASLost           = false
 	RemoteSetLate           = false
+	EvictDirtyNoPoison      = false
 )
 
 func Drop() bool { return false }

@@ -582,6 +582,7 @@ var (
 	CurrentLimitPast        = on("currentlimitpast")
 	RemoteCASLost           = on("remotecaslost")
 	RemoteSetLate           = on("remotesetlate")
+	EvictDirtyNoPoison      = on("evictdirtynopoison")
 )
 
 var remoteFrees atomic.Uint64
