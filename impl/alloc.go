@@ -573,6 +573,9 @@ func New(opt Options) (*Allocator, error) {
 		retain = 32 << 20
 	case retain < 0:
 		retain = 0
+		if mutant.RetainNegAbs { // MEM-ACCOUNT: a negative Retain keeps its magnitude
+			retain = -opt.Retain
+		}
 	}
 	decay := opt.Decay
 	switch {

@@ -563,6 +563,7 @@ const (
 	ExploreViolationsLast   = false
 	ReallocSizesLeast       = false
 	CurrentLimitPast        = false
+	RetainNegAbs            = false
 )
 
 func Drop() bool { return false }

@@ -580,6 +580,7 @@ var (
 	ExploreViolationsLast   = on("exploreviolationslast")
 	ReallocSizesLeast       = on("rszleast")
 	CurrentLimitPast        = on("currentlimitpast")
+	RetainNegAbs            = on("retainnegabs")
 )
 
 var remoteFrees atomic.Uint64
