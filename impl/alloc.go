@@ -928,7 +928,7 @@ func (a *Allocator) decayPool(now int64) {
 	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
 		a.decommitPool(a.retain/2, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
 	}
-	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
+	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && (a.timer == nil || mutant.TimerRearm) && !a.closed.Load() { // MEM-ACCOUNT: one timer at a time
 		d := time.Duration(a.decay) // MEM-ACCOUNT: so nothing waits past twice the decay
 		if mutant.TimerTwiceDecay {
 			d *= 2

@@ -7,6 +7,7 @@ package impl_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/refalloc/refalloc/impl"
 )
@@ -24,6 +25,28 @@ func TestNegativeRetainKeepsNone(t *testing.T) {
 	must(t, c.Free(allocSBs(t, c, 2)))
 	if h := held(a); h != 0 {
 		t.Fatalf("Retain -8 superblocks, Decay -1: the pool holds %d bytes committed after a free, want 0", h)
+	}
+	must(t, c.Close())
+}
+
+// TestDecayTimerArmedOnce (MEM-ACCOUNT, Options.Decay): while the decay timer
+// is pending, a release past Retain arms no other: a workload releasing
+// superblocks past Retain all the time (xmalloc-test) would otherwise start a
+// timer for each, every one of which takes the central lock to walk the pool
+// when it fires. Slip: decayPool arms a timer whether one is pending or not
+// (timerrearm).
+func TestDecayTimerArmedOnce(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Retain: -1, Decay: time.Hour})
+	var delays []time.Duration
+	impl.SetTimerFunc(a, func(d time.Duration, f func()) *time.Timer {
+		delays = append(delays, d)
+		return time.AfterFunc(time.Hour, f) // never fires in the test
+	})
+	for range 3 {
+		must(t, c.Free(allocSBs(t, c, 1))) // a dirty superblock past Retain (none)
+	}
+	if len(delays) != 1 {
+		t.Fatalf("three releases past Retain, none decayed: the timer was armed %d times (%v), want once", len(delays), delays)
 	}
 	must(t, c.Close())
 }

@@ -579,4 +579,5 @@ var All = []Mutant{
 	{"rszleast", "REFINES", "Cache.Realloc", "invariants: ReallocSizes' edge for an implementation that would move a large object shrunk to half its pages or less is one byte low, so both its sizes lie on one side of it"},
 	{"currentlimitpast", "STATS-LAG", "Cache.Free", "relist sets a current superblock's limit one past publishBatch after a publish: 64 local frees stay unpublished"},
 	{"retainnegabs", "MEM-ACCOUNT", "Options.Retain", "New keeps -Retain bytes for a negative Retain instead of none: the pool keeps that much committed for good"},
+	{"timerrearm", "MEM-ACCOUNT", "Cache.Free", "decayPool arms a new decay timer at every release past Retain while one is pending: one timer per release, each of which walks the pool when it fires"},
 }

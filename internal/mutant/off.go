@@ -564,6 +564,7 @@ const (
 	ReallocSizesLeast       = false
 	CurrentLimitPast        = false
 	RetainNegAbs            = false
+	TimerRearm              = false
 )
 
 func Drop() bool { return false }

@@ -581,6 +581,7 @@ var (
 	ReallocSizesLeast       = on("rszleast")
 	CurrentLimitPast        = on("currentlimitpast")
 	RetainNegAbs            = on("retainnegabs")
+	TimerRearm              = on("timerrearm")
 )
 
 var remoteFrees atomic.Uint64
