@@ -6,6 +6,7 @@ package impl_test
 // no mutant switch guards. Each test names its rule and the slip it kills.
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -47,6 +48,28 @@ func TestDecayTimerArmedOnce(t *testing.T) {
 	}
 	if len(delays) != 1 {
 		t.Fatalf("three releases past Retain, none decayed: the timer was armed %d times (%v), want once", len(delays), delays)
+	}
+	must(t, c.Close())
+}
+
+// TestReallocOfFreedGuardedLeavesNothing (FREE-DOUBLE, GUARD-FAULT,
+// CONSERVE): a Realloc of an object already freed, in guard mode, allocates
+// its new object (guarded, sampled, reserved) before its own free of b is
+// refused, and then frees that object again (Allocator.freeReserved): nothing
+// stays live. The reservation check that refuses a free of a reserved
+// guarded object as a double free is for the others' frees only. Slip:
+// freeLargeLocked refuses the Realloc's own clean-up free too, and the new
+// object leaks, live and reserved for good (guardreservedown).
+func TestReallocOfFreedGuardedLeavesNothing(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 64 * sbBytes,
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
+	b := allocN(t, c, 100)
+	must(t, c.Free(b))
+	if _, err := c.Realloc(b, 200); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Fatalf("Realloc of a freed guarded object: %v, want ErrDoubleFree", err)
+	}
+	if g := a.Stats().Guard; g.LiveObjects != 0 || g.LiveBytes != 0 {
+		t.Fatalf("after the refused Realloc: %d guarded objects live (%d bytes), want none", g.LiveObjects, g.LiveBytes)
 	}
 	must(t, c.Close())
 }

@@ -163,7 +163,7 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 	switch {
 	case state == statePool || state == stateQuarantine:
 		return a.stalePoolFree(off, k)
-	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && !own:
+	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && (!own || mutant.GuardReservedOwn):
 		return errDouble(addr, int(k)) // FREE-DOUBLE: a moving Realloc's, not returned yet
 	case state == stateGuard && (off&(spec.SuperblockSize-1) == 0 || mutant.GuardPageStart && off&(spec.PageSize-1) == 0): // FREE-INVALID
 		head.reserved = false

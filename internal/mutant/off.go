@@ -565,6 +565,7 @@ const (
 	CurrentLimitPast        = false
 	RetainNegAbs            = false
 	TimerRearm              = false
+	GuardReservedOwn        = false
 )
 
 func Drop() bool { return false }

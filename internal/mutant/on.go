@@ -582,6 +582,7 @@ var (
 	CurrentLimitPast        = on("currentlimitpast")
 	RetainNegAbs            = on("retainnegabs")
 	TimerRearm              = on("timerrearm")
+	GuardReservedOwn        = on("guardreservedown")
 )
 
 var remoteFrees atomic.Uint64
