@@ -73,3 +73,28 @@ func TestReallocOfFreedGuardedLeavesNothing(t *testing.T) {
 	}
 	must(t, c.Close())
 }
+
+// TestGuardShrinkTailQuarantinedAsItsBytes (GUARD-FAULT): the superblocks an
+// in-place shrink gives back go into quarantine as an object of their own
+// bytes, not the whole old run's: the quarantine entry (and the Size of a
+// fault report in it) says 2 superblocks of a run shrunk from 3 to 1. Slip:
+// the tail's usable size set from the old run length (shrinktailusable).
+func TestGuardShrinkTailQuarantinedAsItsBytes(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c := mustCache(t, a)
+	b, r := shrinkInPlace(t, c)
+	found := false
+	for _, q := range a.Snapshot().Guard.Quarantine {
+		if q.Addr != addrOf(b)+sbBytes {
+			continue
+		}
+		found = true
+		if q.Superblocks != 2 || q.Usable != 2*sbBytes {
+			t.Errorf("the shrunk tail in quarantine: %d superblocks, %d usable bytes; want 2 and %d", q.Superblocks, q.Usable, 2*sbBytes)
+		}
+	}
+	if !found {
+		t.Fatalf("no quarantine entry at the shrunk tail %#x", addrOf(b)+sbBytes)
+	}
+	must(t, c.Free(r))
+}

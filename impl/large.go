@@ -394,6 +394,9 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		if a.guard.on && !mutant.GuardShrinkPooled {
 			usable, alloc := tail.usable, tail.site
 			tail.usable, tail.site = uintptr(old-m)<<spec.SuperblockShift, head.site
+			if mutant.ShrinkTailUsable { // GUARD-FAULT: the tail quarantined as the whole old run
+				tail.usable = uintptr(old) << spec.SuperblockShift
+			}
 			if a.quarantine(tail, old-m, spec.Large, site) {
 				if !mutant.ShrinkQuarLargeCount { // MEM-ACCOUNT: else the quarantined tail stays in use
 					a.counts.large -= int(old - m)

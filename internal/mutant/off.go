@@ -566,6 +566,7 @@ const (
 	RetainNegAbs            = false
 	TimerRearm              = false
 	GuardReservedOwn        = false
+	ShrinkTailUsable        = false
 )
 
 func Drop() bool { return false }

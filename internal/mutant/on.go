@@ -583,6 +583,7 @@ var (
 	RetainNegAbs            = on("retainnegabs")
 	TimerRearm              = on("timerrearm")
 	GuardReservedOwn        = on("guardreservedown")
+	ShrinkTailUsable        = on("shrinktailusable")
 )
 
 var remoteFrees atomic.Uint64
