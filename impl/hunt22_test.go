@@ -7,6 +7,8 @@ package impl_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +99,22 @@ func TestGuardShrinkTailQuarantinedAsItsBytes(t *testing.T) {
 		t.Fatalf("no quarantine entry at the shrunk tail %#x", addrOf(b)+sbBytes)
 	}
 	must(t, c.Free(r))
+}
+
+// TestTooLargeNamesSizeThenReservation (REFINES: ErrTooLarge's message names
+// the size and the reservation): each in its place. TestBadInput looks for
+// the size anywhere in the message, which a message with the two swapped
+// still holds. Slip: errTooLarge formats the reservation as the size and the
+// size as the reservation (toolargeswapped).
+func TestTooLargeNamesSizeThenReservation(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	n := 16*sbBytes + 1
+	_, err := c.Alloc(n)
+	if !errors.Is(err, impl.ErrTooLarge) {
+		t.Fatalf("Alloc(%d) of a %d-byte reservation: %v, want ErrTooLarge", n, 16*sbBytes, err)
+	}
+	if want := fmt.Sprintf("%d bytes, more than the reservation's %d", n, a.Snapshot().Size); !strings.Contains(err.Error(), want) {
+		t.Fatalf("Alloc(%d): %q, want it to say %q", n, err, want)
+	}
+	must(t, c.Close())
 }

@@ -582,4 +582,5 @@ var All = []Mutant{
 	{"timerrearm", "MEM-ACCOUNT", "Cache.Free", "decayPool arms a new decay timer at every release past Retain while one is pending: one timer per release, each of which walks the pool when it fires"},
 	{"guardreservedown", "FREE-DOUBLE", "Cache.Realloc", "freeLargeLocked refuses a reserved guarded object's free as a double free even when it is the Realloc's own clean-up (freeReserved): the new object of a refused guarded Realloc leaks, live and reserved"},
 	{"shrinktailusable", "GUARD-FAULT", "Cache.Realloc", "an in-place shrink in guard mode quarantines the tail it gives back with the old run's usable size, not the tail's: the quarantine entry and a fault report in it give the wrong size"},
+	{"toolargeswapped", "REFINES", "Cache.Alloc", "ErrTooLarge's message gives the reservation as the size asked and the size as the reservation"},
 }

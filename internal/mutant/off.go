@@ -567,6 +567,7 @@ const (
 	TimerRearm              = false
 	GuardReservedOwn        = false
 	ShrinkTailUsable        = false
+	TooLargeSwapped         = false
 )
 
 func Drop() bool { return false }

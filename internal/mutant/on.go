@@ -584,6 +584,7 @@ var (
 	TimerRearm              = on("timerrearm")
 	GuardReservedOwn        = on("guardreservedown")
 	ShrinkTailUsable        = on("shrinktailusable")
+	TooLargeSwapped         = on("toolargeswapped")
 )
 
 var remoteFrees atomic.Uint64
