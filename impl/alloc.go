@@ -573,6 +573,9 @@ func New(opt Options) (*Allocator, error) {
 		retain = 32 << 20
 	case retain < 0:
 		retain = 0
+		if mutant.RetainNegAbs { // MEM-ACCOUNT: a negative Retain keeps its magnitude
+			retain = -opt.Retain
+		}
 	}
 	decay := opt.Decay
 	switch {
@@ -933,7 +936,7 @@ func (a *Allocator) decayPool(now int64) {
 	if now >= a.decayNext+int64(b2i(mutant.DecayNowGT)) || mutant.NoDecay {
 		a.decommitPool(a.retain/2, now-a.decay+int64(b2i(mutant.DecayEdgeEarly))) // MEM-ACCOUNT: pooled at or before now-decay
 	}
-	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && a.timer == nil && !a.closed.Load() {
+	if (a.counts.dirtyPooled > a.retain || mutant.TimerWithinRetain && a.counts.dirtyPooled == a.retain) && (a.timer == nil || mutant.TimerRearm) && !a.closed.Load() { // MEM-ACCOUNT: one timer at a time
 		d := time.Duration(a.decay) // MEM-ACCOUNT: so nothing waits past twice the decay
 		if mutant.TimerTwiceDecay {
 			d *= 2

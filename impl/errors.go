@@ -58,6 +58,9 @@ func errTooLarge(n int, reserve uintptr) error {
 	if mutant.TooLargeBare {
 		return ErrTooLarge
 	}
+	if mutant.TooLargeSwapped { // REFINES: the message names the size, then the reservation
+		return fmt.Errorf("%w: %d bytes, more than the reservation's %d", ErrTooLarge, reserve, n)
+	}
 	return fmt.Errorf("%w: %d bytes, more than the reservation's %d", ErrTooLarge, n, reserve)
 }
 

@@ -163,7 +163,7 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 	switch {
 	case state == statePool || state == stateQuarantine:
 		return a.stalePoolFree(off, k)
-	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && !own:
+	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && (!own || mutant.GuardReservedOwn):
 		return errDouble(addr, int(k)) // FREE-DOUBLE: a moving Realloc's, not returned yet
 	case state == stateGuard && (off&(spec.SuperblockSize-1) == 0 || mutant.GuardPageStart && off&(spec.PageSize-1) == 0): // FREE-INVALID
 		head.reserved = false
@@ -394,6 +394,9 @@ func (a *Allocator) resizeRun(head *superblock, off uintptr, capacity int, m uin
 		if a.guard.on && !mutant.GuardShrinkPooled {
 			usable, alloc := tail.usable, tail.site
 			tail.usable, tail.site = uintptr(old-m)<<spec.SuperblockShift, head.site
+			if mutant.ShrinkTailUsable { // GUARD-FAULT: the tail quarantined as the whole old run
+				tail.usable = uintptr(old) << spec.SuperblockShift
+			}
 			if a.quarantine(tail, old-m, spec.Large, site) {
 				if !mutant.ShrinkQuarLargeCount { // MEM-ACCOUNT: else the quarantined tail stays in use
 					a.counts.large -= int(old - m)

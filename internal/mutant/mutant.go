@@ -581,4 +581,9 @@ var All = []Mutant{
 	{"remotecaslost", "CONSERVE", "Cache.Free", "a remote free whose CAS fails because the word changed since its load (another remote free into the group landed) takes the free as done: the bit is never set, the object stays live for good"},
 	{"remotesetlate", "CACHE-COHERENT", "Cache.Free", "acquireSmall publishes the small layout before it gives the superblock the remote set of its new period: a stale free that reads the header in between pairs the new layout with the old, too small set, and its CAS lands in that dead set: nil returned for an object not handed out yet, the double free never found"},
 	{"evictdirtynopoison", "DEBUG-POISON", "Options.Guard", "a quarantined object whose memory the kernel refused to decommit is pooled, when released, holding what the program wrote there, not poison: the next object there reports a write after free nobody made"},
+	{"retainnegabs", "MEM-ACCOUNT", "Options.Retain", "New keeps -Retain bytes for a negative Retain instead of none: the pool keeps that much committed for good"},
+	{"timerrearm", "MEM-ACCOUNT", "Cache.Free", "decayPool arms a new decay timer at every release past Retain while one is pending: one timer per release, each of which walks the pool when it fires"},
+	{"guardreservedown", "FREE-DOUBLE", "Cache.Realloc", "freeLargeLocked refuses a reserved guarded object's free as a double free even when it is the Realloc's own clean-up (freeReserved): the new object of a refused guarded Realloc leaks, live and reserved"},
+	{"shrinktailusable", "GUARD-FAULT", "Cache.Realloc", "an in-place shrink in guard mode quarantines the tail it gives back with the old run's usable size, not the tail's: the quarantine entry and a fault report in it give the wrong size"},
+	{"toolargeswapped", "REFINES", "Cache.Alloc", "ErrTooLarge's message gives the reservation as the size asked and the size as the reservation"},
 }

@@ -566,6 +566,11 @@ const (
 	RemoteCASLost           = false
 	RemoteSetLate           = false
 	EvictDirtyNoPoison      = false
+	RetainNegAbs            = false
+	TimerRearm              = false
+	GuardReservedOwn        = false
+	ShrinkTailUsable        = false
+	TooLargeSwapped         = false
 )
 
 func Drop() bool { return false }

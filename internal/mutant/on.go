@@ -583,6 +583,11 @@ var (
 	RemoteCASLost           = on("remotecaslost")
 	RemoteSetLate           = on("remotesetlate")
 	EvictDirtyNoPoison      = on("evictdirtynopoison")
+	RetainNegAbs            = on("retainnegabs")
+	TimerRearm              = on("timerrearm")
+	GuardReservedOwn        = on("guardreservedown")
+	ShrinkTailUsable        = on("shrinktailusable")
+	TooLargeSwapped         = on("toolargeswapped")
 )
 
 var remoteFrees atomic.Uint64
