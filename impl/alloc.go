@@ -606,6 +606,9 @@ func New(opt Options) (*Allocator, error) {
 		now:     monotonicClock(time.Now()),
 		after:   time.AfterFunc,
 	}
+	if mutant.FrontWaysHalf && ways > 1 { // CACHE-COHERENT: the pinned free looks at entry i mod W/2
+		a.wayMask >>= 1
+	}
 	gr := reserve
 	if mutant.QuarBytesOptReserve {
 		gr = opt.Reserve

@@ -586,4 +586,5 @@ var All = []Mutant{
 	{"guardreservedown", "FREE-DOUBLE", "Cache.Realloc", "freeLargeLocked refuses a reserved guarded object's free as a double free even when it is the Realloc's own clean-up (freeReserved): the new object of a refused guarded Realloc leaks, live and reserved"},
 	{"shrinktailusable", "GUARD-FAULT", "Cache.Realloc", "an in-place shrink in guard mode quarantines the tail it gives back with the old run's usable size, not the tail's: the quarantine entry and a fault report in it give the wrong size"},
 	{"toolargeswapped", "REFINES", "Cache.Alloc", "ErrTooLarge's message gives the reservation as the size asked and the size as the reservation"},
+	{"frontwayshalf", "CACHE-COHERENT", "Allocator.Free", "the front's pinned free looks for superblock i at entry i mod W/2, not i mod W: half the ways always miss and are filled again on every free (hunt22: no behaviour a test saw, half the speed)"},
 }

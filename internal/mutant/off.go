@@ -571,6 +571,7 @@ const (
 	GuardReservedOwn        = false
 	ShrinkTailUsable        = false
 	TooLargeSwapped         = false
+	FrontWaysHalf           = false
 )
 
 func Drop() bool { return false }

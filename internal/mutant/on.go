@@ -588,6 +588,7 @@ var (
 	GuardReservedOwn        = on("guardreservedown")
 	ShrinkTailUsable        = on("shrinktailusable")
 	TooLargeSwapped         = on("toolargeswapped")
+	FrontWaysHalf           = on("frontwayshalf")
 )
 
 var remoteFrees atomic.Uint64
