@@ -61,9 +61,9 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 		// again, would push a freed one out of the quarantine). What the
 		// model refuses before it looks at b comes first (ReallocRefusal).
 		switch {
-		case c.closed || c.a.closed.Load():
+		case c.closed && !mutant.ReallocForeignOpen || c.a.closed.Load(): // FREE-INVALID: a closed cache says ErrClosed first
 			return nil, ErrClosed
-		case n > spec.MaxAlloc || uintptr(n) > c.a.size:
+		case n > spec.MaxAlloc || uintptr(n) > c.a.size || mutant.ReallocForeignSize && uintptr(n) == c.a.size: // FREE-INVALID: the reservation's size is not too large
 			return nil, errTooLarge(n, c.a.size)
 		}
 		return nil, c.reject(errInvalid(p, -1))

@@ -363,7 +363,12 @@ func (a *Allocator) openCaches() []*Cache {
 		caches = append(caches, c)
 	}
 	a.regMu.Unlock()
-	sort.Slice(caches, func(i, j int) bool { return caches[i].id < caches[j].id })
+	sort.Slice(caches, func(i, j int) bool {
+		if mutant.SnapCachesDesc { // STATS-EXACT: Snapshot.Caches by descending ID
+			return caches[i].id > caches[j].id
+		}
+		return caches[i].id < caches[j].id
+	})
 	return caches
 }
 
@@ -387,6 +392,9 @@ func (c *Cache) snapshot(front bool) CacheState {
 			cs.Held = append(cs.Held, HeldGroup{Class: k, Superblock: int(cc.sb.idx), Group: int(cc.group), Bits: cc.bits})
 		}
 		cs.Allocs[k], cs.Frees[k] = c.pub[k].allocs.Load(), c.pub[k].frees.Load()
+		if mutant.SnapAllocsFrees { // STATS-EXACT: the cache's counters swapped
+			cs.Allocs[k], cs.Frees[k] = cs.Frees[k], cs.Allocs[k]
+		}
 		cs.Partial[k], cs.Full[k] = c.a.walk(c.lists[k].partial), c.a.walk(c.lists[k].full)
 	}
 	cs.Notify = c.a.walkNotify(c.notify.Load())

@@ -587,4 +587,8 @@ var All = []Mutant{
 	{"shrinktailusable", "GUARD-FAULT", "Cache.Realloc", "an in-place shrink in guard mode quarantines the tail it gives back with the old run's usable size, not the tail's: the quarantine entry and a fault report in it give the wrong size"},
 	{"toolargeswapped", "REFINES", "Cache.Alloc", "ErrTooLarge's message gives the reservation as the size asked and the size as the reservation"},
 	{"frontwayshalf", "CACHE-COHERENT", "Allocator.Free", "the front's pinned free looks for superblock i at entry i mod W/2, not i mod W: half the ways always miss and are filled again on every free (hunt22: no behaviour a test saw, half the speed)"},
+	{"snapcachesdesc", "STATS-EXACT", "Allocator.Snapshot", "openCaches sorts the open caches by descending ID: Snapshot.Caches, documented by ID, comes out in reverse (hunt22's queue, run by hunt23)"},
+	{"snapallocsfrees", "STATS-EXACT", "Allocator.Snapshot", "a cache's snapshot gives its published Frees as Allocs and its Allocs as Frees (hunt22's queue, run by hunt23)"},
+	{"reallocforeignopen", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice not of the Allocator asks only whether the Allocator closed: on a closed cache it says ErrInvalidPointer (or ErrTooLarge), not ErrClosed (hunt22's queue, run by hunt23)"},
+	{"reallocforeignsize", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice not of the Allocator to exactly the reservation's size says ErrTooLarge, not ErrInvalidPointer: a size an Alloc can serve (hunt22's queue, run by hunt23)"},
 }

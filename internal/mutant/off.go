@@ -572,6 +572,10 @@ const (
 	ShrinkTailUsable        = false
 	TooLargeSwapped         = false
 	FrontWaysHalf           = false
+	SnapCachesDesc          = false
+	SnapAllocsFrees         = false
+	ReallocForeignOpen      = false
+	ReallocForeignSize      = false
 )
 
 func Drop() bool { return false }

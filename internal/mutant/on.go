@@ -589,6 +589,10 @@ var (
 	ShrinkTailUsable        = on("shrinktailusable")
 	TooLargeSwapped         = on("toolargeswapped")
 	FrontWaysHalf           = on("frontwayshalf")
+	SnapCachesDesc          = on("snapcachesdesc")
+	SnapAllocsFrees         = on("snapallocsfrees")
+	ReallocForeignOpen      = on("reallocforeignopen")
+	ReallocForeignSize      = on("reallocforeignsize")
 )
 
 var remoteFrees atomic.Uint64

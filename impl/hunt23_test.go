@@ -1,0 +1,89 @@
+package impl_test
+
+// Tests of hunt23, running the rest of hunt22's queue of one-line slips over
+// snapshot.go, cache.go, large.go, stats.go, errors.go, leaks.go and
+// realloc.go. Each test names its rule and the slip it kills.
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/refalloc/refalloc/impl"
+)
+
+// TestSnapshotCachesByID (STATS-EXACT, Allocator.Snapshot: "Caches: the
+// open caches, by ID"): with two caches of a user's besides the Allocator's
+// own. Slip: openCaches sorts the caches by descending ID (snapcachesdesc).
+func TestSnapshotCachesByID(t *testing.T) {
+	a, c1 := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	c2, err := a.NewCache()
+	must(t, err)
+	s := a.Snapshot()
+	if len(s.Caches) < 2 {
+		t.Fatalf("Snapshot.Caches with two caches open: %d caches", len(s.Caches))
+	}
+	for i := 1; i < len(s.Caches); i++ {
+		if s.Caches[i-1].ID >= s.Caches[i].ID {
+			t.Fatalf("Snapshot.Caches IDs %d then %d, want ascending", s.Caches[i-1].ID, s.Caches[i].ID)
+		}
+	}
+	must(t, c1.Close())
+	must(t, c2.Close())
+}
+
+// TestSnapshotCacheCounters (STATS-EXACT, CacheState: Allocs and Frees are
+// the cache's own published counters per class): a cache that allocated
+// three objects and freed one, flushed. Slip: a cache's snapshot gives its
+// Frees as Allocs and its Allocs as Frees (snapallocsfrees).
+func TestSnapshotCacheCounters(t *testing.T) {
+	needClassCounters(t)
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	var bs [3][]byte
+	for i := range bs {
+		var err error
+		bs[i], err = c.Alloc(24)
+		must(t, err)
+	}
+	must(t, c.Free(bs[0]))
+	c.Flush()
+	found := 0
+	for _, cs := range a.Snapshot().Caches {
+		if cs.ID != c.ID() {
+			continue
+		}
+		found++
+		var allocs, frees uint64
+		for k := range cs.Allocs {
+			allocs, frees = allocs+cs.Allocs[k], frees+cs.Frees[k]
+		}
+		if allocs != 3 || frees != 1 {
+			t.Fatalf("cache %d after 3 allocations, 1 free and Flush: Snapshot gives Allocs %d, Frees %d, want 3, 1", cs.ID, allocs, frees)
+		}
+	}
+	if found != 1 {
+		t.Fatalf("cache %d appears %d times in Snapshot.Caches, want once", c.ID(), found)
+	}
+	must(t, c.Free(bs[1]))
+	must(t, c.Free(bs[2]))
+	must(t, c.Close())
+}
+
+// TestReallocForeignRefusals (FREE-INVALID, Cache.Realloc; what the model
+// refuses before it looks at b comes first): Realloc of a slice not of the
+// Allocator says ErrClosed on a closed cache of an open Allocator, and for a
+// size of exactly the reservation (not too large: an Alloc of it can succeed)
+// ErrInvalidPointer. Slips: the foreign check asks only whether the
+// Allocator closed (reallocforeignopen); it refuses a size equal to the
+// reservation as too large (reallocforeignsize).
+func TestReallocForeignRefusals(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	foreign := make([]byte, 8)
+	size := int(a.Snapshot().Size)
+	if _, err := c.Realloc(foreign, size); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("Realloc of a Go slice to the reservation's %d bytes: %v, want ErrInvalidPointer", size, err)
+	}
+	must(t, c.Close())
+	if _, err := c.Realloc(foreign, 16); !errors.Is(err, impl.ErrClosed) {
+		t.Fatalf("Realloc of a Go slice on a closed cache: %v, want ErrClosed", err)
+	}
+}
