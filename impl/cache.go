@@ -1097,7 +1097,7 @@ func (a *Allocator) orphanFull(c *Cache, k int) {
 // its counters and releases its empty superblocks. After every cache has
 // flushed, Stats is exact (STATS-EXACT).
 func (c *Cache) Flush() {
-	if c.closed && !mutant.FlushClosed || c.a.closed.Load() {
+	if c.closed && !mutant.FlushClosed || c.a.closed.Load() && !mutant.FlushAfterClose { // REFINES: nothing after Close
 		return
 	}
 	c.flush()

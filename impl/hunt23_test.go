@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestSnapshotCachesByID (STATS-EXACT, Allocator.Snapshot: "Caches: the
@@ -85,5 +86,43 @@ func TestReallocForeignRefusals(t *testing.T) {
 	must(t, c.Close())
 	if _, err := c.Realloc(foreign, 16); !errors.Is(err, impl.ErrClosed) {
 		t.Fatalf("Realloc of a Go slice on a closed cache: %v, want ErrClosed", err)
+	}
+}
+
+// TestFlushAfterAllocatorClose (REFINES: every call after Close is refused;
+// Cache.Flush, which returns nothing, does nothing): a cache that holds
+// groups of several classes, with remote frees pending in its superblocks
+// and, in debug mode, freed objects to poison, is flushed after its
+// Allocator's Close, as are the freeing cache and the front. Slip
+// (flushafterclose): Flush checks only the cache's own Close and walks the
+// released reservation: a fault (hunt23's c27b, which only TestMachine saw,
+// by crashing the test binary).
+func TestFlushAfterAllocatorClose(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: debug})
+		must(t, err)
+		c, err := a.NewCache()
+		must(t, err)
+		d, err := a.NewCache()
+		must(t, err)
+		for _, n := range []int{16, 64, 1000, 4096} {
+			for i := range 40 {
+				b := allocN(t, c, n)
+				switch i % 3 {
+				case 0:
+					must(t, d.Free(b)) // remote: pending in c's superblock
+				case 1:
+					must(t, c.Free(b))
+				} // else live at Close
+			}
+		}
+		if err := a.Close(); !errors.Is(err, impl.ErrLeaked) {
+			t.Fatalf("debug %v: Close with objects live: %v, want ErrLeaked", debug, err)
+		}
+		for name, f := range map[string]func(){"the owner's": c.Flush, "the remote freer's": d.Flush, "the Allocator's": a.Flush} {
+			if err := noFault(func() error { f(); return nil }); err != nil {
+				t.Errorf("debug %v: %s Flush after the Allocator's Close: %v", debug, name, err)
+			}
+		}
 	}
 }

@@ -576,6 +576,7 @@ const (
 	SnapAllocsFrees         = false
 	ReallocForeignOpen      = false
 	ReallocForeignSize      = false
+	FlushAfterClose         = false
 )
 
 func Drop() bool { return false }

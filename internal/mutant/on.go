@@ -593,6 +593,7 @@ var (
 	SnapAllocsFrees         = on("snapallocsfrees")
 	ReallocForeignOpen      = on("reallocforeignopen")
 	ReallocForeignSize      = on("reallocforeignsize")
+	FlushAfterClose         = on("flushafterclose")
 )
 
 var remoteFrees atomic.Uint64
