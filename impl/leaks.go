@@ -59,9 +59,17 @@ func (a *Allocator) leaksOf(s *Snapshot, held map[*superblock]heldGroup) []Leak 
 		sb := a.lookup(uintptr(st.Index))
 		switch st.State {
 		case SBLargeHead:
-			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: spec.Large, Site: a.sites.format(sb.site)})
+			k := spec.Large
+			if mutant.LeakLargeClass { // EMPTY: a large leak's class is -1
+				k = -1
+			}
+			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: k, Site: a.sites.format(sb.site)})
 		case SBGuard:
-			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: st.Class, Site: a.sites.format(sb.site)})
+			k := st.Class
+			if mutant.LeakGuardClass { // EMPTY: a guarded leak named large
+				k = spec.Large
+			}
+			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: k, Site: a.sites.format(sb.site)})
 		case SBSmall:
 			size := spec.ClassSize(st.Class)
 			for g := range st.Free {

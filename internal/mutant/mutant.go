@@ -592,4 +592,6 @@ var All = []Mutant{
 	{"reallocforeignopen", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice not of the Allocator asks only whether the Allocator closed: on a closed cache it says ErrInvalidPointer (or ErrTooLarge), not ErrClosed (hunt22's queue, run by hunt23)"},
 	{"reallocforeignsize", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice not of the Allocator to exactly the reservation's size says ErrTooLarge, not ErrInvalidPointer: a size an Alloc can serve (hunt22's queue, run by hunt23)"},
 	{"flushafterclose", "REFINES", "Cache.Flush", "Cache.Flush after the Allocator's Close checks only the cache's own Close and walks the released reservation: a fault (hunt23)"},
+	{"leaklargeclass", "EMPTY", "Allocator.Leaks", "a large leak is listed with Class -1, not spec.Large (hunt23)"},
+	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
 }

@@ -577,6 +577,8 @@ const (
 	ReallocForeignOpen      = false
 	ReallocForeignSize      = false
 	FlushAfterClose         = false
+	LeakLargeClass          = false
+	LeakGuardClass          = false
 )
 
 func Drop() bool { return false }

@@ -594,6 +594,8 @@ var (
 	ReallocForeignOpen      = on("reallocforeignopen")
 	ReallocForeignSize      = on("reallocforeignsize")
 	FlushAfterClose         = on("flushafterclose")
+	LeakLargeClass          = on("leaklargeclass")
+	LeakGuardClass          = on("leakguardclass")
 )
 
 var remoteFrees atomic.Uint64
