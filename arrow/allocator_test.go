@@ -34,6 +34,18 @@ var modes = []struct {
 	{"guard", impl.Options{Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}}},
 }
 
+// newRecording returns an Allocator of 64 MiB that appends every report
+// (OnError) to *errs, for the tests of bad input, closed at cleanup.
+func newRecording(t *testing.T, errs *[]error) *Allocator {
+	t.Helper()
+	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { *errs = append(*errs, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func newTestOpt(t *testing.T, opt impl.Options) *Allocator {
 	t.Helper()
 	opt.Reserve, opt.OnError = 256<<20, func(err error) { t.Error(err) }
@@ -315,11 +327,7 @@ func TestBadFree(t *testing.T) {
 // free is reported.
 func TestReallocateForeign(t *testing.T) {
 	var errs []error
-	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newRecording(t, &errs)
 	foreign := make([]byte, 128)[:100:100]
 	fill(foreign, 3)
 	b := m.Reallocate(110, foreign)

@@ -24,11 +24,7 @@ func TestReallocateNotAStart(t *testing.T) {
 	}{{"grow", 1024}, {"same", 960}, {"shrink", 512}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errs []error
-			m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := newRecording(t, &errs)
 			if capacity(1024) != 1024 || capacity(960) != 1024 {
 				t.Fatalf("the size classes changed: capacity(1024) %d, (960) %d", capacity(1024), capacity(960))
 			}
@@ -123,11 +119,7 @@ func TestReallocateEveryStartInPlace(t *testing.T) {
 // `off+c <= SuperblockSize`.
 func TestReallocateLargeTailNotAStart(t *testing.T) {
 	var errs []error
-	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newRecording(t, &errs)
 	const half = 36 << 10
 	if capacity(half) != half {
 		t.Fatalf("capacity(%d) = %d", half, capacity(half))

@@ -94,11 +94,7 @@ func TestReallocateLargeShrinkToMaxSmall(t *testing.T) {
 // first and the contents would be lost. Slip: `have >= spec.MaxSmall`.
 func TestReallocateMaxSmallReslice(t *testing.T) {
 	var errs []error
-	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newRecording(t, &errs)
 	big := m.Allocate(100_000)
 	b := big[len(big)-spec.MaxSmall:]
 	fill(b, 7)

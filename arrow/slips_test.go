@@ -58,11 +58,7 @@ func TestReallocateInPlaceBounds(t *testing.T) {
 // (the other panics); the bad free's result nil.
 func TestReallocateLargeBadBuffer(t *testing.T) {
 	var errs []error
-	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newRecording(t, &errs)
 	keep := m.Allocate(200_000)
 	fill(keep, 5)
 	stale := m.Allocate(100_000)
@@ -107,11 +103,7 @@ func TestReallocateLargeBadBuffer(t *testing.T) {
 // its contents). Slip: reallocLarge without the owns check.
 func TestReallocateLargeForeign(t *testing.T) {
 	var errs []error
-	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newRecording(t, &errs)
 	foreign := make([]byte, 100_000)
 	fill(foreign, 7)
 	b := m.Reallocate(150_000, foreign)
@@ -349,11 +341,7 @@ func (h *callerHelperT) Errorf(string, ...any) { h.errorf = true }
 // would then name allocator.go).
 func TestAssertionsAreHelpers(t *testing.T) {
 	var errs []error
-	m, err := New(impl.Options{Reserve: 64 << 20, OnError: func(err error) { errs = append(errs, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newRecording(t, &errs)
 	b := m.Allocate(100)
 	m.Free(b)
 	m.Free(b) // a bad free: AssertNoLeaks reports it itself

@@ -23,21 +23,18 @@ func TestFrontFreeHitsEveryWay(t *testing.T) {
 	size, per := spec.ClassSize(k), spec.ClassObjects(k)
 	for _, w := range []int{1, 8, 16, 32, 64, 128} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			a, err := impl.New(impl.Options{Reserve: (w + 16) * spec.SuperblockSize, SuperblockCacheWays: w})
-			must(t, err)
-			defer a.Close()
-			c, _ := a.NewCache()
+			a, c := newAllocCache(t, impl.Options{Reserve: (w + 16) * sbBytes, SuperblockCacheWays: w})
 			defer c.Close()
 			// Two objects of each superblock whose way is not taken yet.
-			byWay := map[uintptr][][]byte{}
-			bySB := map[uintptr][][]byte{}
+			byWay := map[int][][]byte{}
+			bySB := map[int][][]byte{}
 			for len(byWay) < w {
 				b := allocN(t, c, size)
-				sb := (addrOf(b) - a.Snapshot().Base) >> spec.SuperblockShift
+				sb := sbOf(a, b)
 				bySB[sb] = append(bySB[sb], b)
 				if len(bySB[sb]) == min(2, per) {
-					if _, taken := byWay[sb%uintptr(w)]; !taken {
-						byWay[sb%uintptr(w)] = bySB[sb]
+					if _, taken := byWay[sb%w]; !taken {
+						byWay[sb%w] = bySB[sb]
 					}
 				}
 			}

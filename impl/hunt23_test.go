@@ -99,10 +99,7 @@ func TestReallocForeignRefusals(t *testing.T) {
 // by crashing the test binary).
 func TestFlushAfterAllocatorClose(t *testing.T) {
 	for _, debug := range []bool{false, true} {
-		a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize, Debug: debug})
-		must(t, err)
-		c, err := a.NewCache()
-		must(t, err)
+		a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes, Debug: debug})
 		d, err := a.NewCache()
 		must(t, err)
 		for _, n := range []int{16, 64, 1000, 4096} {
@@ -134,11 +131,7 @@ func TestFlushAfterAllocatorClose(t *testing.T) {
 // large leak's Class is -1, a guarded one's spec.Large; only TestMachine's
 // model comparison saw them (hunt23's k01, k02).
 func TestLeaksNameEveryKindsClass(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 32 * spec.SuperblockSize, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
-	must(t, err)
-	defer a.Close()
-	c, err := a.NewCache()
-	must(t, err)
+	a, c := newAllocCache(t, impl.Options{Reserve: 32 * sbBytes, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
 	defer c.Close()
 	guarded := allocN(t, c, 100) // SampleRate 1: guarded
 	big := allocN(t, c, 3*spec.SuperblockSize)
