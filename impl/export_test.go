@@ -117,6 +117,29 @@ func (r refusingProtect) protect(p unsafe.Pointer, n uintptr, access bool) error
 	return r.backend.protect(p, n, access)
 }
 
+// RefuseProtectPartway makes a's backend refuse to make memory inaccessible
+// after it made the first page of the range so, as mprotect may when the
+// kernel's mapping limit (vm.max_map_count) stops it partway through a range
+// of several mappings: the tests reach a freed guarded object that is neither
+// protected nor accessible (GUARD-FAULT). Restoring access still works.
+func RefuseProtectPartway(a *Allocator) {
+	a.lock()
+	defer a.mu.Unlock()
+	a.be = partwayProtect{a.be}
+}
+
+type partwayProtect struct{ backend }
+
+func (r partwayProtect) protect(p unsafe.Pointer, n uintptr, access bool) error {
+	if access {
+		return r.backend.protect(p, n, true)
+	}
+	if err := r.backend.protect(p, spec.PageSize, false); err != nil {
+		return err
+	}
+	return errors.New("protect refused partway (test)")
+}
+
 // RefuseDecommit makes a's backend refuse to give memory back to the OS
 // (madvise), as a kernel may, so that the tests reach what guard mode does
 // with a quarantined object whose memory stays committed, and dirty

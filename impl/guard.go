@@ -115,7 +115,8 @@ type quarantined struct {
 	usable      int
 	alloc, free uint32
 	// stuck: the kernel refused to restore its access at the last attempt
-	// to release it (Snapshot's Quarantined.Stuck).
+	// to release it, or after a protection it refused partway (Snapshot's
+	// Quarantined.Stuck).
 	stuck bool
 }
 
@@ -363,11 +364,20 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 		}
 	}
 	p, n := a.sbAddr(head), uintptr(m)<<spec.SuperblockShift
+	stuck := false
 	if g.protects {
-		if !mutant.GuardNoProtect {
-			if a.be.protect(p, n, false) != nil {
-				return false // e.g. the kernel's mapping limit: no quarantine for this one
+		if !mutant.GuardNoProtect && a.be.protect(p, n, false) != nil {
+			// E.g. the kernel's mapping limit: no quarantine for this one. But
+			// mprotect changes one kernel mapping after another, so a refusal
+			// partway may have made the first pages inaccessible: access is
+			// restored before the caller pools (and in debug mode poisons)
+			// the object. If even that is refused, it stays quarantined,
+			// stuck, until an eviction restores it (GUARD-FAULT, INTEGRITY:
+			// never pooled with pages that fault).
+			if mutant.PartwayPooled || a.be.protect(p, n, true) == nil || mutant.PartwayStuckPooled {
+				return false
 			}
+			stuck = true
 		}
 		// Decommit: quarantined memory costs address space, not memory, and it
 		// comes back fresh (MEM-ACCOUNT, ZEROED).
@@ -387,7 +397,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 		mark = guardMark(k)
 	}
 	a.endRun(head, m, stateQuarantine, mark)
-	a.quar.q = append(a.quar.q, quarantined{idx: head.idx, n: m, class: k, usable: int(head.usable), alloc: head.site, free: site})
+	a.quar.q = append(a.quar.q, quarantined{idx: head.idx, n: m, class: k, usable: int(head.usable), alloc: head.site, free: site, stuck: stuck})
 	a.quar.qsbs += m
 	return true
 }

@@ -81,8 +81,9 @@ type Quarantined struct {
 	Class       int // small class, or spec.Large
 	Usable      int
 	// Stuck: the kernel refused to make its memory accessible again when the
-	// quarantine last tried to release it (vm.max_map_count): it stays, and
-	// an out-of-memory error may leave it there (OOM-REAL).
+	// quarantine last tried to release it (vm.max_map_count), or after it
+	// refused partway to protect it: it stays, and an out-of-memory error may
+	// leave it there (OOM-REAL).
 	Stuck bool
 }
 

@@ -594,4 +594,6 @@ var All = []Mutant{
 	{"flushafterclose", "REFINES", "Cache.Flush", "Cache.Flush after the Allocator's Close checks only the cache's own Close and walks the released reservation: a fault (hunt23)"},
 	{"leaklargeclass", "EMPTY", "Allocator.Leaks", "a large leak is listed with Class -1, not spec.Large (hunt23)"},
 	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
+	{"partwaypooled", "GUARD-FAULT", "Cache.Free", "a guarded object whose protection the kernel refused partway is pooled without its access restored: its first pages fault for the next owner, and debug mode's poison faults in the free itself"},
+	{"partwaystuckpooled", "GUARD-FAULT", "Cache.Free", "a guarded object whose protection the kernel refused partway, and whose access it then refused to restore, is pooled anyway, not kept in the quarantine as stuck: the next owner's access faults"},
 }

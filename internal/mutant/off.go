@@ -579,6 +579,8 @@ const (
 	FlushAfterClose         = false
 	LeakLargeClass          = false
 	LeakGuardClass          = false
+	PartwayPooled           = false
+	PartwayStuckPooled      = false
 )
 
 func Drop() bool { return false }

@@ -596,6 +596,8 @@ var (
 	FlushAfterClose         = on("flushafterclose")
 	LeakLargeClass          = on("leaklargeclass")
 	LeakGuardClass          = on("leakguardclass")
+	PartwayPooled           = on("partwaypooled")
+	PartwayStuckPooled      = on("partwaystuckpooled")
 )
 
 var remoteFrees atomic.Uint64
