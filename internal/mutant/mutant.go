@@ -594,4 +594,8 @@ var All = []Mutant{
 	{"flushafterclose", "REFINES", "Cache.Flush", "Cache.Flush after the Allocator's Close checks only the cache's own Close and walks the released reservation: a fault (hunt23)"},
 	{"leaklargeclass", "EMPTY", "Allocator.Leaks", "a large leak is listed with Class -1, not spec.Large (hunt23)"},
 	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
+	{"freemissrs", "CACHE-COHERENT", "Cache.Free", "freeMiss does not read the remote set again after the header: a set replaced in between (the superblock released and carved for another class) is paired with the new layout, and the free's CAS lands in the dead set (hunt25)"},
+	{"nextgroupshort", "MEM-ACCOUNT", "Cache.Alloc", "nextGroup's scan from the cursor stops one group short: the group just before the cursor is never found, so a refill takes a fresh superblock (or, at a full reservation, loops) instead of the object freed there (hunt25)"},
+	{"closetimerkept", "MEM-ACCOUNT", "Allocator.Close", "Close forgets the pool's decay timer without stopping it: the closed Allocator stays reachable until it fires, up to Decay later (hunt25)"},
+	{"trimdecayunknown", "MEM-ACCOUNT", "Allocator.Trim", "a pool walk that saw every dirty superblock and kept none leaves decayNext unknown, not never: the first release past Retain after a Trim walks the pool (hunt25)"},
 }

@@ -579,6 +579,10 @@ const (
 	FlushAfterClose         = false
 	LeakLargeClass          = false
 	LeakGuardClass          = false
+	FreeMissRS              = false
+	NextGroupShort          = false
+	CloseTimerKept          = false
+	TrimDecayUnknown        = false
 )
 
 func Drop() bool { return false }

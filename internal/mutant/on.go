@@ -596,6 +596,10 @@ var (
 	FlushAfterClose         = on("flushafterclose")
 	LeakLargeClass          = on("leaklargeclass")
 	LeakGuardClass          = on("leakguardclass")
+	FreeMissRS              = on("freemissrs")
+	NextGroupShort          = on("nextgroupshort")
+	CloseTimerKept          = on("closetimerkept")
+	TrimDecayUnknown        = on("trimdecayunknown")
 )
 
 var remoteFrees atomic.Uint64
