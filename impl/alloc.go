@@ -442,8 +442,9 @@ func (a *Allocator) report(err error) {
 func (a *Allocator) deliver() {
 	r := &a.reports
 	for r.n.Load() != 0 {
+		yield(YieldDeliverLoad)
 		r.mu.Lock()
-		if len(r.errs) == 0 {
+		if len(r.errs) == 0 && !mutant.DeliverEmpty { // FREE-DOUBLE: another call delivered them since the load
 			r.mu.Unlock()
 			return
 		}

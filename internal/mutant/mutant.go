@@ -598,4 +598,5 @@ var All = []Mutant{
 	{"nextgroupshort", "MEM-ACCOUNT", "Cache.Alloc", "nextGroup's scan from the cursor stops one group short: the group just before the cursor is never found, so a refill takes a fresh superblock (or, at a full reservation, loops) instead of the object freed there (hunt25)"},
 	{"closetimerkept", "MEM-ACCOUNT", "Allocator.Close", "Close forgets the pool's decay timer without stopping it: the closed Allocator stays reachable until it fires, up to Decay later (hunt25)"},
 	{"trimdecayunknown", "MEM-ACCOUNT", "Allocator.Trim", "a pool walk that saw every dirty superblock and kept none leaves decayNext unknown, not never: the first release past Retain after a Trim walks the pool (hunt25)"},
+	{"deliverempty", "FREE-DOUBLE", "Options.OnError", "deliver takes the queue's first report without looking again, under the queue's lock, whether another call delivered them since it saw one queued: it indexes an empty queue and panics (hunt25)"},
 }

@@ -583,6 +583,7 @@ const (
 	NextGroupShort          = false
 	CloseTimerKept          = false
 	TrimDecayUnknown        = false
+	DeliverEmpty            = false
 )
 
 func Drop() bool { return false }

@@ -600,6 +600,7 @@ var (
 	NextGroupShort          = on("nextgroupshort")
 	CloseTimerKept          = on("closetimerkept")
 	TrimDecayUnknown        = on("trimdecayunknown")
+	DeliverEmpty            = on("deliverempty")
 )
 
 var remoteFrees atomic.Uint64
