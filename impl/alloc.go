@@ -442,8 +442,9 @@ func (a *Allocator) report(err error) {
 func (a *Allocator) deliver() {
 	r := &a.reports
 	for r.n.Load() != 0 {
+		yield(YieldDeliverLoad)
 		r.mu.Lock()
-		if len(r.errs) == 0 {
+		if len(r.errs) == 0 && !mutant.DeliverEmpty { // FREE-DOUBLE: another call delivered them since the load
 			r.mu.Unlock()
 			return
 		}
@@ -991,6 +992,9 @@ func (a *Allocator) decommitPool(keep int, before int64) (err error) {
 			a.decayNext = 0
 		case young == never:
 			a.decayNext = never
+			if mutant.TrimDecayUnknown { // MEM-ACCOUNT: a pool that kept nothing dirty walked again at the next release
+				a.decayNext = 0
+			}
 		default:
 			a.decayNext = later(young, a.decay)
 		}
@@ -1219,7 +1223,9 @@ func (a *Allocator) releaseAll() error {
 	a.lock()
 	defer a.mu.Unlock()
 	if a.timer != nil {
-		a.timer.Stop()
+		if !mutant.CloseTimerKept { // MEM-ACCOUNT: a pending timer holds the closed Allocator until it fires
+			a.timer.Stop()
+		}
 		a.timer = nil
 	}
 	a.markAllPending()

@@ -489,7 +489,7 @@ func (c *Cache) freeRead(off uintptr) error {
 			// adoption waited on a.mu while this one ended: what was read may
 			// describe a layout that is gone. Once c owns sb, only c changes
 			// it, so the next reading is final.
-			if sb.remote.Load() != rs {
+			if sb.remote.Load() != rs && !mutant.FreeMissRS { // CACHE-COHERENT: else a replaced set is paired with the new layout
 				continue
 			}
 			// FREE-INVALID: an address that is not a slot start in the
@@ -871,7 +871,7 @@ func (sb *superblock) nextGroup() int32 {
 			return dg
 		}
 	}
-	for j := int32(0); j < ng; j++ {
+	for j := int32(0); j < ng-b2i(mutant.NextGroupShort); j++ { // MEM-ACCOUNT, OOM-REAL: every group, the one before the cursor too
 		g := sb.cursor + j
 		if g >= ng {
 			g -= ng

@@ -41,6 +41,7 @@ const (
 	YieldStatsRead      = "stats.read"      // Stats read one kind of class counter of every cache, before the other kind
 	YieldGuardMade      = "guard.made"      // allocGuarded made its superblock a guarded object and unlocked, before returning it
 	YieldSnapshotLock   = "snapshot.lock"   // Snapshot read Stats, before taking a.mu to read the headers
+	YieldDeliverLoad    = "deliver.load"    // deliver saw reports queued, before taking their lock (another call may deliver them meanwhile)
 )
 
 // lockMu locks mu. In refalloc_yield builds it yields while mu is busy, so the

@@ -596,4 +596,9 @@ var All = []Mutant{
 	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
 	{"partwaypooled", "GUARD-FAULT", "Cache.Free", "a guarded object whose protection the kernel refused partway is pooled without its access restored: its first pages fault for the next owner, and debug mode's poison faults in the free itself"},
 	{"partwaystuckpooled", "GUARD-FAULT", "Cache.Free", "a guarded object whose protection the kernel refused partway, and whose access it then refused to restore, is pooled anyway, not kept in the quarantine as stuck: the next owner's access faults"},
+	{"freemissrs", "CACHE-COHERENT", "Cache.Free", "freeMiss does not read the remote set again after the header: a set replaced in between (the superblock released and carved for another class) is paired with the new layout, and the free's CAS lands in the dead set (hunt25)"},
+	{"nextgroupshort", "MEM-ACCOUNT", "Cache.Alloc", "nextGroup's scan from the cursor stops one group short: the group just before the cursor is never found, so a refill takes a fresh superblock (or, at a full reservation, loops) instead of the object freed there (hunt25)"},
+	{"closetimerkept", "MEM-ACCOUNT", "Allocator.Close", "Close forgets the pool's decay timer without stopping it: the closed Allocator stays reachable until it fires, up to Decay later (hunt25)"},
+	{"trimdecayunknown", "MEM-ACCOUNT", "Allocator.Trim", "a pool walk that saw every dirty superblock and kept none leaves decayNext unknown, not never: the first release past Retain after a Trim walks the pool (hunt25)"},
+	{"deliverempty", "FREE-DOUBLE", "Options.OnError", "deliver takes the queue's first report without looking again, under the queue's lock, whether another call delivered them since it saw one queued: it indexes an empty queue and panics (hunt25)"},
 }

@@ -581,6 +581,11 @@ const (
 	LeakGuardClass          = false
 	PartwayPooled           = false
 	PartwayStuckPooled      = false
+	FreeMissRS              = false
+	NextGroupShort          = false
+	CloseTimerKept          = false
+	TrimDecayUnknown        = false
+	DeliverEmpty            = false
 )
 
 func Drop() bool { return false }

@@ -598,6 +598,11 @@ var (
 	LeakGuardClass          = on("leakguardclass")
 	PartwayPooled           = on("partwaypooled")
 	PartwayStuckPooled      = on("partwaystuckpooled")
+	FreeMissRS              = on("freemissrs")
+	NextGroupShort          = on("nextgroupshort")
+	CloseTimerKept          = on("closetimerkept")
+	TrimDecayUnknown        = on("trimdecayunknown")
+	DeliverEmpty            = on("deliverempty")
 )
 
 var remoteFrees atomic.Uint64
