@@ -204,6 +204,9 @@ func (a *Allocator) snapshot() *Snapshot {
 		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << (spec.SuperblockShift * (1 - b2i(mutant.SnapRetainCount))),
 		Decay: a.decay, Now: a.now(),
 	}
+	if mutant.SnapNoNow { // MEM-ACCOUNT: the decay check compares Now with PooledAt
+		s.Now = 0
+	}
 	caches := a.openCaches()
 	yield(YieldSnapshotLock)
 	a.lock()

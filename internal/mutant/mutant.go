@@ -594,4 +594,8 @@ var All = []Mutant{
 	{"flushafterclose", "REFINES", "Cache.Flush", "Cache.Flush after the Allocator's Close checks only the cache's own Close and walks the released reservation: a fault (hunt23)"},
 	{"leaklargeclass", "EMPTY", "Allocator.Leaks", "a large leak is listed with Class -1, not spec.Large (hunt23)"},
 	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
+	{"snapnonow", "MEM-ACCOUNT", "Allocator.Snapshot", "Snapshot.Now is left zero: the invariant checker's decay check takes every pooled superblock for one pooled just now and never finds one past its decay (hunt24)"},
+	{"waysunmasked", "CACHE-COHERENT", "Options.SuperblockCacheWays", "a Cache indexes its superblock cache by the superblock modulo 128 whatever SuperblockCacheWays says: the option is ignored, and Snapshot, walking the configured ways, misses entries past them (hunt24)"},
+	{"remotesetstrict", "CACHE-COHERENT", "Cache.Alloc", "ensureRemote keeps a remote set only when it is strictly bigger than the class needs: every small period of a class allocates a new set on the Go heap (hunt24)"},
+	{"stringnoallocsskipped", "STATS-EXACT", "Stats.String", "Stats.String skips a class's row whenever its Allocs is zero, frees or not (hunt24)"},
 }

@@ -579,6 +579,10 @@ const (
 	FlushAfterClose         = false
 	LeakLargeClass          = false
 	LeakGuardClass          = false
+	SnapNoNow               = false
+	WaysUnmasked            = false
+	RemoteSetStrict         = false
+	StringNoAllocsSkipped   = false
 )
 
 func Drop() bool { return false }

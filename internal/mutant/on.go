@@ -596,6 +596,10 @@ var (
 	FlushAfterClose         = on("flushafterclose")
 	LeakLargeClass          = on("leaklargeclass")
 	LeakGuardClass          = on("leakguardclass")
+	SnapNoNow               = on("snapnonow")
+	WaysUnmasked            = on("waysunmasked")
+	RemoteSetStrict         = on("remotesetstrict")
+	StringNoAllocsSkipped   = on("stringnoallocsskipped")
 )
 
 var remoteFrees atomic.Uint64
