@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/refalloc/refalloc/impl"
+	"github.com/refalloc/refalloc/spec"
 )
 
 // TestSnapshotShowsClock (MEM-ACCOUNT: the check that no dirty superblock
@@ -94,4 +95,27 @@ func TestStatsStringFreesOnlyRow(t *testing.T) {
 	if got := s.String(); !strings.Contains(got, row) {
 		t.Errorf("Stats with class 3 at 0 allocs, 7 frees prints no row for it:\n%s", got)
 	}
+}
+
+// TestLeaksGiveUsableSize (EMPTY, Leak.Size: "usable bytes"): a live large
+// object and a live guarded small one are listed with their usable bytes,
+// cap of the slice Alloc returned. Slip (leaklargesize): a large leak's
+// Size is its count of superblocks.
+func TestLeaksGiveUsableSize(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 32 * sbBytes, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
+	defer c.Close()
+	guarded := allocN(t, c, 100) // SampleRate 1: guarded
+	big := allocN(t, c, 3*spec.SuperblockSize)
+	want := map[uintptr]int{addrOf(guarded): cap(guarded), addrOf(big): cap(big)}
+	leaks := a.Leaks()
+	if len(leaks) != len(want) {
+		t.Fatalf("Leaks lists %d objects, want %d: %v", len(leaks), len(want), leaks)
+	}
+	for _, l := range leaks {
+		if n, ok := want[l.Addr]; !ok || l.Size != n {
+			t.Errorf("Leaks lists %#x with size %d, want %d (found: %v)", l.Addr, l.Size, n, ok)
+		}
+	}
+	must(t, c.Free(guarded))
+	must(t, c.Free(big))
 }

@@ -583,6 +583,7 @@ const (
 	WaysUnmasked            = false
 	RemoteSetStrict         = false
 	StringNoAllocsSkipped   = false
+	LeakLargeSize           = false
 )
 
 func Drop() bool { return false }

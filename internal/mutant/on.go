@@ -600,6 +600,7 @@ var (
 	WaysUnmasked            = on("waysunmasked")
 	RemoteSetStrict         = on("remotesetstrict")
 	StringNoAllocsSkipped   = on("stringnoallocsskipped")
+	LeakLargeSize           = on("leaklargesize")
 )
 
 var remoteFrees atomic.Uint64
