@@ -119,3 +119,19 @@ func TestLeaksGiveUsableSize(t *testing.T) {
 	must(t, c.Free(guarded))
 	must(t, c.Free(big))
 }
+
+// TestFreeErrorTextLastClass (FREE-DOUBLE, FreeError.Error: the class and
+// its size for a small object): a double free of an object of the last
+// small class names that class, not a large object. Slip
+// (freeerrlastclasslarge): Error takes every class from the last small one
+// up for a large object.
+func TestFreeErrorTextLastClass(t *testing.T) {
+	_, c := newAllocCache(t, impl.Options{Reserve: 8 * sbBytes})
+	k := spec.NumClasses - 1
+	b := allocN(t, c, spec.ClassSize(k))
+	must(t, c.Free(b))
+	want := fmt.Sprintf("(class %d, %d bytes)", k, spec.ClassSize(k))
+	if err := c.Free(b); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("double free of a class-%d object: %v, want %q in it", k, err, want)
+	}
+}

@@ -599,4 +599,5 @@ var All = []Mutant{
 	{"remotesetstrict", "CACHE-COHERENT", "Cache.Alloc", "ensureRemote keeps a remote set only when it is strictly bigger than the class needs: every small period of a class allocates a new set on the Go heap (hunt24)"},
 	{"stringnoallocsskipped", "STATS-EXACT", "Stats.String", "Stats.String skips a class's row whenever its Allocs is zero, frees or not (hunt24)"},
 	{"leaklargesize", "EMPTY", "Allocator.Leaks", "a large leak is listed with its count of superblocks as its Size, not its usable bytes (hunt24)"},
+	{"freeerrlastclasslarge", "FREE-DOUBLE", "Cache.Free", "FreeError.Error calls an object of the last small class a large object (hunt24)"},
 }

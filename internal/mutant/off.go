@@ -584,6 +584,7 @@ const (
 	RemoteSetStrict         = false
 	StringNoAllocsSkipped   = false
 	LeakLargeSize           = false
+	FreeErrLastClassLarge   = false
 )
 
 func Drop() bool { return false }

@@ -601,6 +601,7 @@ var (
 	RemoteSetStrict         = on("remotesetstrict")
 	StringNoAllocsSkipped   = on("stringnoallocsskipped")
 	LeakLargeSize           = on("leaklargesize")
+	FreeErrLastClassLarge   = on("freeerrlastclasslarge")
 )
 
 var remoteFrees atomic.Uint64
