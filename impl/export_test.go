@@ -161,6 +161,14 @@ func ShortRemoteCount(c *Cache, i int) (ok bool, undo func()) {
 	return true, func() { e.nrw = n }
 }
 
+// SealNotify seals cache c's notification stack as Close does before it
+// unregisters c (a snapshot at YieldCloseOrphaned sees c so), and returns
+// the function that puts the stack back.
+func SealNotify(c *Cache) (undo func()) {
+	old := c.notify.Swap(closedStack)
+	return func() { c.notify.Store(old) }
+}
+
 // HoldFrontBut makes every call of a's own methods go to the front's shards,
 // starting from shard home, and finds them all busy but shard free: it takes
 // every per-P cache's token (as Flush does), sets every stack bucket's home

@@ -286,7 +286,7 @@ func (a *Allocator) snapshot() *Snapshot {
 // walkNotify lists a notification stack from head, cut like walk.
 func (a *Allocator) walkNotify(head *superblock) []int {
 	var out []int
-	for sb := head; sb != nil && sb != closedStack && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() {
+	for sb := head; sb != nil && (sb != closedStack || mutant.SnapWalksSealed) && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() { // a sealed stack holds nothing
 		out = append(out, int(sb.idx))
 	}
 	return out

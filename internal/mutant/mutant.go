@@ -600,4 +600,5 @@ var All = []Mutant{
 	{"stringnoallocsskipped", "STATS-EXACT", "Stats.String", "Stats.String skips a class's row whenever its Allocs is zero, frees or not (hunt24)"},
 	{"leaklargesize", "EMPTY", "Allocator.Leaks", "a large leak is listed with its count of superblocks as its Size, not its usable bytes (hunt24)"},
 	{"freeerrlastclasslarge", "FREE-DOUBLE", "Cache.Free", "FreeError.Error calls an object of the last small class a large object (hunt24)"},
+	{"snapwalkssealed", "CONSERVE", "Allocator.Snapshot", "walkNotify walks into the seal of a closed cache's stack and lists it as superblock 0 (hunt24)"},
 }

@@ -585,6 +585,7 @@ const (
 	StringNoAllocsSkipped   = false
 	LeakLargeSize           = false
 	FreeErrLastClassLarge   = false
+	SnapWalksSealed         = false
 )
 
 func Drop() bool { return false }

@@ -602,6 +602,7 @@ var (
 	StringNoAllocsSkipped   = on("stringnoallocsskipped")
 	LeakLargeSize           = on("leaklargesize")
 	FreeErrLastClassLarge   = on("freeerrlastclasslarge")
+	SnapWalksSealed         = on("snapwalkssealed")
 )
 
 var remoteFrees atomic.Uint64
