@@ -153,3 +153,42 @@ func TestSnapshotSealedStackEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotShowsOtherRemoteSet (CACHE-COHERENT 3: invariants.coherent
+// verifies every entry against its superblock's header): an entry whose
+// remote words are another set's, of the same length
+// (impl.OtherRemoteSet), shows SameRemote false. Slip (snapremoteptr): the
+// snapshot compares only the count of words, the other half of what
+// TestSnapshotShowsShortRemoteCount checks.
+func TestSnapshotShowsOtherRemoteSet(t *testing.T) {
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
+	d := mustCache(t, a)
+	x := allocN(t, c, 64)
+	y := allocN(t, c, 64)
+	must(t, d.Free(y)) // fills d's (not mine) entry for the superblock
+	s := sbOf(a, x)
+	entryOf := func() impl.Entry {
+		for _, cs := range a.Snapshot().Caches {
+			for _, e := range cs.Entries {
+				if cs.ID == d.ID() && e.Superblock == s {
+					return e
+				}
+			}
+		}
+		t.Fatalf("cache %d has no entry for superblock %d", d.ID(), s)
+		return impl.Entry{}
+	}
+	if e := entryOf(); !e.SameRemote {
+		t.Fatalf("setup: entry %+v, want the header's remote set", e)
+	}
+	ok, undo := impl.OtherRemoteSet(d, s)
+	if !ok {
+		t.Fatal("setup: no entry to point elsewhere")
+	}
+	e := entryOf()
+	undo()
+	if e.SameRemote {
+		t.Errorf("an entry holding another set's remote words shows SameRemote: %+v", e)
+	}
+	must(t, c.Free(x))
+}

@@ -408,7 +408,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 		}
 		same := false
 		if rs := e.sb.remote.Load(); e.rw != nil && len(rs.w) > 0 {
-			same = e.rw == &rs.w[0] && (mutant.SnapRemoteLen || e.nrw == uint32(len(rs.w)))
+			same = (e.rw == &rs.w[0] || mutant.SnapRemotePtr) && (mutant.SnapRemoteLen || e.nrw == uint32(len(rs.w)))
 		}
 		sameFree := e.free != nil && len(e.sb.free) > 0 && e.free == &e.sb.free[0]
 		cs.Entries = append(cs.Entries, Entry{

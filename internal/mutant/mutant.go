@@ -601,4 +601,5 @@ var All = []Mutant{
 	{"leaklargesize", "EMPTY", "Allocator.Leaks", "a large leak is listed with its count of superblocks as its Size, not its usable bytes (hunt24)"},
 	{"freeerrlastclasslarge", "FREE-DOUBLE", "Cache.Free", "FreeError.Error calls an object of the last small class a large object (hunt24)"},
 	{"snapwalkssealed", "CONSERVE", "Allocator.Snapshot", "walkNotify walks into the seal of a closed cache's stack and lists it as superblock 0 (hunt24)"},
+	{"snapremoteptr", "CACHE-COHERENT", "Allocator.Snapshot", "a snapshot entry's SameRemote compares only the count of remote words, not their address: an entry holding another set's words passes the coherence check (hunt24)"},
 }

@@ -586,6 +586,7 @@ const (
 	LeakLargeSize           = false
 	FreeErrLastClassLarge   = false
 	SnapWalksSealed         = false
+	SnapRemotePtr           = false
 )
 
 func Drop() bool { return false }

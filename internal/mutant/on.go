@@ -603,6 +603,7 @@ var (
 	LeakLargeSize           = on("leaklargesize")
 	FreeErrLastClassLarge   = on("freeerrlastclasslarge")
 	SnapWalksSealed         = on("snapwalkssealed")
+	SnapRemotePtr           = on("snapremoteptr")
 )
 
 var remoteFrees atomic.Uint64
