@@ -167,17 +167,7 @@ func TestSnapshotShowsOtherRemoteSet(t *testing.T) {
 	y := allocN(t, c, 64)
 	must(t, d.Free(y)) // fills d's (not mine) entry for the superblock
 	s := sbOf(a, x)
-	entryOf := func() impl.Entry {
-		for _, cs := range a.Snapshot().Caches {
-			for _, e := range cs.Entries {
-				if cs.ID == d.ID() && e.Superblock == s {
-					return e
-				}
-			}
-		}
-		t.Fatalf("cache %d has no entry for superblock %d", d.ID(), s)
-		return impl.Entry{}
-	}
+	entryOf := func() impl.Entry { return snapEntry(t, a, d, s) }
 	if e := entryOf(); !e.SameRemote {
 		t.Fatalf("setup: entry %+v, want the header's remote set", e)
 	}
@@ -191,4 +181,19 @@ func TestSnapshotShowsOtherRemoteSet(t *testing.T) {
 		t.Errorf("an entry holding another set's remote words shows SameRemote: %+v", e)
 	}
 	must(t, c.Free(x))
+}
+
+// snapEntry is cache c's entry for superblock s in a snapshot of a; the test
+// fails when c has none.
+func snapEntry(t *testing.T, a *impl.Allocator, c *impl.Cache, s int) impl.Entry {
+	t.Helper()
+	for _, cs := range a.Snapshot().Caches {
+		for _, e := range cs.Entries {
+			if cs.ID == c.ID() && e.Superblock == s {
+				return e
+			}
+		}
+	}
+	t.Fatalf("cache %d has no entry for superblock %d", c.ID(), s)
+	return impl.Entry{}
 }
