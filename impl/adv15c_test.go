@@ -145,17 +145,7 @@ func TestSnapshotShowsShortRemoteCount(t *testing.T) {
 	y := allocN(t, c, 64)
 	must(t, d.Free(y)) // fills d's (not mine) entry for the superblock
 	s := sbOf(a, x)
-	entryOf := func() impl.Entry {
-		for _, cs := range a.Snapshot().Caches {
-			for _, e := range cs.Entries {
-				if cs.ID == d.ID() && e.Superblock == s {
-					return e
-				}
-			}
-		}
-		t.Fatalf("cache %d has no entry for superblock %d", d.ID(), s)
-		return impl.Entry{}
-	}
+	entryOf := func() impl.Entry { return snapEntry(t, a, d, s) }
 	if e := entryOf(); !e.SameRemote {
 		t.Fatalf("setup: entry %+v, want the header's remote set", e)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -182,6 +183,29 @@ func ShortRemoteCount(c *Cache, i int) (ok bool, undo func()) {
 	n := e.nrw
 	e.nrw--
 	return true, func() { e.nrw = n }
+}
+
+// OtherRemoteSet points cache c's entry for superblock i at the words of
+// another remote set of the same length, as an entry kept from a period of a
+// replaced set would: Snapshot must show the entry's SameRemote false
+// (CACHE-COHERENT). It reports whether c has an entry for i, and returns the
+// function that puts the entry back.
+func OtherRemoteSet(c *Cache, i int) (ok bool, undo func()) {
+	e := c.way(uintptr(i))
+	if e.key == noKey || e.tag() != uintptr(i) || e.nrw == 0 {
+		return false, func() {}
+	}
+	rw := e.rw
+	e.rw = &(&remoteSet{w: make([]atomic.Uint64, e.nrw)}).w[0]
+	return true, func() { e.rw = rw }
+}
+
+// SealNotify seals cache c's notification stack as Close does before it
+// unregisters c (a snapshot at YieldCloseOrphaned sees c so), and returns
+// the function that puts the stack back.
+func SealNotify(c *Cache) (undo func()) {
+	old := c.notify.Swap(closedStack)
+	return func() { c.notify.Store(old) }
 }
 
 // HoldFrontBut makes every call of a's own methods go to the front's shards,

@@ -63,7 +63,11 @@ func (a *Allocator) leaksOf(s *Snapshot, held map[*superblock]heldGroup) []Leak 
 			if mutant.LeakLargeClass { // EMPTY: a large leak's class is -1
 				k = -1
 			}
-			out = append(out, Leak{Addr: st.Addr, Size: int(sb.usable), Class: k, Site: a.sites.format(sb.site)})
+			size := int(sb.usable)
+			if mutant.LeakLargeSize { // EMPTY: Leak.Size is usable bytes
+				size = int(sb.runLen)
+			}
+			out = append(out, Leak{Addr: st.Addr, Size: size, Class: k, Site: a.sites.format(sb.site)})
 		case SBGuard:
 			k := st.Class
 			if mutant.LeakGuardClass { // EMPTY: a guarded leak named large

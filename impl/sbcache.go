@@ -121,5 +121,8 @@ func (c *Cache) invalidate(sb *superblock) {
 // way is the entry for superblock i. The mask by maxWays-1 is free and lets
 // the compiler drop the bounds check.
 func (c *Cache) way(i uintptr) *sbEntry {
+	if mutant.WaysUnmasked { // CACHE-COHERENT: Options.SuperblockCacheWays masks the index
+		return &c.sbc[i&(maxWays-1)]
+	}
 	return &c.sbc[i&c.wayMask&(maxWays-1)]
 }

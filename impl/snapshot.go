@@ -205,6 +205,9 @@ func (a *Allocator) snapshot() *Snapshot {
 		PublishBatch: publishBatch, Ways: a.ways, Stats: a.Stats(), Retain: a.retain << (spec.SuperblockShift * (1 - b2i(mutant.SnapRetainCount))),
 		Decay: a.decay, Now: a.now(),
 	}
+	if mutant.SnapNoNow { // MEM-ACCOUNT: the decay check compares Now with PooledAt
+		s.Now = 0
+	}
 	caches := a.openCaches()
 	yield(YieldSnapshotLock)
 	a.lock()
@@ -284,7 +287,7 @@ func (a *Allocator) snapshot() *Snapshot {
 // walkNotify lists a notification stack from head, cut like walk.
 func (a *Allocator) walkNotify(head *superblock) []int {
 	var out []int
-	for sb := head; sb != nil && sb != closedStack && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() {
+	for sb := head; sb != nil && (sb != closedStack || mutant.SnapWalksSealed) && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() { // a sealed stack holds nothing
 		out = append(out, int(sb.idx))
 	}
 	return out
@@ -406,7 +409,7 @@ func (c *Cache) snapshot(front bool) CacheState {
 		}
 		same := false
 		if rs := e.sb.remote.Load(); e.rw != nil && len(rs.w) > 0 {
-			same = e.rw == &rs.w[0] && (mutant.SnapRemoteLen || e.nrw == uint32(len(rs.w)))
+			same = (e.rw == &rs.w[0] || mutant.SnapRemotePtr) && (mutant.SnapRemoteLen || e.nrw == uint32(len(rs.w)))
 		}
 		sameFree := e.free != nil && len(e.sb.free) > 0 && e.free == &e.sb.free[0]
 		cs.Entries = append(cs.Entries, Entry{

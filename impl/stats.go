@@ -205,7 +205,7 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%5s %7s %7s %14s %14s %12s\n", "class", "size", "objects", "allocs", "frees", "live<=")
 	for _, c := range s.Classes {
-		if c.Allocs == 0 && c.Frees == 0 || mutant.StringSkipsOneSided && (c.Allocs == 0 || c.Frees == 0) {
+		if c.Allocs == 0 && c.Frees == 0 || mutant.StringSkipsOneSided && (c.Allocs == 0 || c.Frees == 0) || mutant.StringNoAllocsSkipped && c.Allocs == 0 {
 			continue
 		}
 		live := c.Allocs - c.Frees

@@ -601,4 +601,12 @@ var All = []Mutant{
 	{"closetimerkept", "MEM-ACCOUNT", "Allocator.Close", "Close forgets the pool's decay timer without stopping it: the closed Allocator stays reachable until it fires, up to Decay later (hunt25)"},
 	{"trimdecayunknown", "MEM-ACCOUNT", "Allocator.Trim", "a pool walk that saw every dirty superblock and kept none leaves decayNext unknown, not never: the first release past Retain after a Trim walks the pool (hunt25)"},
 	{"deliverempty", "FREE-DOUBLE", "Options.OnError", "deliver takes the queue's first report without looking again, under the queue's lock, whether another call delivered them since it saw one queued: it indexes an empty queue and panics (hunt25)"},
+	{"snapnonow", "MEM-ACCOUNT", "Allocator.Snapshot", "Snapshot.Now is left zero: the invariant checker's decay check takes every pooled superblock for one pooled just now and never finds one past its decay (hunt24)"},
+	{"waysunmasked", "CACHE-COHERENT", "Options.SuperblockCacheWays", "a Cache indexes its superblock cache by the superblock modulo 128 whatever SuperblockCacheWays says: the option is ignored, and Snapshot, walking the configured ways, misses entries past them (hunt24)"},
+	{"remotesetstrict", "CACHE-COHERENT", "Cache.Alloc", "ensureRemote keeps a remote set only when it is strictly bigger than the class needs: every small period of a class allocates a new set on the Go heap (hunt24)"},
+	{"stringnoallocsskipped", "STATS-EXACT", "Stats.String", "Stats.String skips a class's row whenever its Allocs is zero, frees or not (hunt24)"},
+	{"leaklargesize", "EMPTY", "Allocator.Leaks", "a large leak is listed with its count of superblocks as its Size, not its usable bytes (hunt24)"},
+	{"freeerrlastclasslarge", "FREE-DOUBLE", "Cache.Free", "FreeError.Error calls an object of the last small class a large object (hunt24)"},
+	{"snapwalkssealed", "CONSERVE", "Allocator.Snapshot", "walkNotify walks into the seal of a closed cache's stack and lists it as superblock 0 (hunt24)"},
+	{"snapremoteptr", "CACHE-COHERENT", "Allocator.Snapshot", "a snapshot entry's SameRemote compares only the count of remote words, not their address: an entry holding another set's words passes the coherence check (hunt24)"},
 }

@@ -586,6 +586,14 @@ const (
 	CloseTimerKept          = false
 	TrimDecayUnknown        = false
 	DeliverEmpty            = false
+	SnapNoNow               = false
+	WaysUnmasked            = false
+	RemoteSetStrict         = false
+	StringNoAllocsSkipped   = false
+	LeakLargeSize           = false
+	FreeErrLastClassLarge   = false
+	SnapWalksSealed         = false
+	SnapRemotePtr           = false
 )
 
 func Drop() bool { return false }

@@ -603,6 +603,14 @@ var (
 	CloseTimerKept          = on("closetimerkept")
 	TrimDecayUnknown        = on("trimdecayunknown")
 	DeliverEmpty            = on("deliverempty")
+	SnapNoNow               = on("snapnonow")
+	WaysUnmasked            = on("waysunmasked")
+	RemoteSetStrict         = on("remotesetstrict")
+	StringNoAllocsSkipped   = on("stringnoallocsskipped")
+	LeakLargeSize           = on("leaklargesize")
+	FreeErrLastClassLarge   = on("freeerrlastclasslarge")
+	SnapWalksSealed         = on("snapwalkssealed")
+	SnapRemotePtr           = on("snapremoteptr")
 )
 
 var remoteFrees atomic.Uint64
