@@ -594,4 +594,5 @@ var All = []Mutant{
 	{"flushafterclose", "REFINES", "Cache.Flush", "Cache.Flush after the Allocator's Close checks only the cache's own Close and walks the released reservation: a fault (hunt23)"},
 	{"leaklargeclass", "EMPTY", "Allocator.Leaks", "a large leak is listed with Class -1, not spec.Large (hunt23)"},
 	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
+	{"reservednofreesite", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc that drops its reserved new object (b found not live) frees it with no stack recorded in guard mode: a fault in the quarantined object is reported with no freeing stack (hunt26)"},
 }

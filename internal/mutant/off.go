@@ -579,6 +579,7 @@ const (
 	FlushAfterClose         = false
 	LeakLargeClass          = false
 	LeakGuardClass          = false
+	ReservedNoFreeSite      = false
 )
 
 func Drop() bool { return false }

@@ -596,6 +596,7 @@ var (
 	FlushAfterClose         = on("flushafterclose")
 	LeakLargeClass          = on("leaklargeclass")
 	LeakGuardClass          = on("leakguardclass")
+	ReservedNoFreeSite      = on("reservednofreesite")
 )
 
 var remoteFrees atomic.Uint64
