@@ -44,3 +44,74 @@ func TestGuardReallocDropNamesFreeSite(t *testing.T) {
 		t.Fatalf("ExplainAddr of the dropped object: %v, FreeSite\n%s\nwant the Realloc's stack (reallocHere)", ok, e.FreeSite)
 	}
 }
+
+// TestGuardedDoubleFreeNamesClass (FREE-DOUBLE): a second free of a guarded
+// small object in quarantine is a double free of an object of its size
+// class, as without guard mode: the quarantine marks its superblock with
+// the class, not as a large object's.
+func TestGuardedDoubleFreeNamesClass(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c, err := a.NewCache()
+	must(t, err)
+	b, err := c.Alloc(100)
+	must(t, err)
+	must(t, c.Free(b))
+	if len(a.Snapshot().Guard.Quarantine) != 1 {
+		t.Fatalf("the guarded object is not in the quarantine: %+v", a.Snapshot().Guard.Quarantine)
+	}
+	var fe *impl.FreeError
+	if err := c.Free(b); !errors.Is(err, impl.ErrDoubleFree) || !errors.As(err, &fe) || fe.Class != spec.SizeToClass(100) {
+		t.Fatalf("second free of a quarantined guarded 100-byte object: %v, want ErrDoubleFree of class %d", err, spec.SizeToClass(100))
+	}
+}
+
+// TestGuardFreedLargeTailFreesInvalid (FREE-INVALID): a free of the start of
+// a quarantined large object's second superblock is invalid, not a double
+// free: only the head's superblock keeps the object's mark (endRun), as
+// when it is pooled without guard mode (TestFreedLargeRunTailFreesInvalid).
+func TestGuardFreedLargeTailFreesInvalid(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{SampleRate: -1})
+	c, err := a.NewCache()
+	must(t, err)
+	b, err := c.Alloc(2 * spec.SuperblockSize)
+	must(t, err)
+	must(t, c.Free(b))
+	if err := c.Free(b[spec.SuperblockSize:]); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Errorf("free of a quarantined large object's second superblock: %v, want ErrInvalidPointer", err)
+	}
+	if err := c.Free(b); !errors.Is(err, impl.ErrDoubleFree) {
+		t.Errorf("second free of a quarantined large object: %v, want ErrDoubleFree", err)
+	}
+}
+
+// TestGuardHeapWAFNamesAllocSite (GUARD-FAULT): where guard mode only
+// poisons (the Go-heap backend), a write after free found as the object
+// leaves the quarantine is reported with the stack that allocated the
+// object, as WriteAfterFreeError.Site says, not the one that freed it.
+func TestGuardHeapWAFNamesAllocSite(t *testing.T) {
+	var reports []error
+	_, c := newAllocCache(t, impl.Options{Reserve: 64 * spec.SuperblockSize, HeapBackend: true, OnError: func(err error) { reports = append(reports, err) },
+		Guard: impl.GuardOptions{Enabled: true, SampleRate: 1, QuarantineObjects: 1}})
+	b := allocHere(t, c, 100)
+	freeHere(t, c, b)
+	b[3] = 1 // a write after free
+	o, err := c.Alloc(100)
+	must(t, err)
+	must(t, c.Free(o)) // pushes b out of the quarantine
+	var waf *impl.WriteAfterFreeError
+	if len(reports) != 1 || !errors.As(reports[0], &waf) || !strings.Contains(waf.Site, "allocHere") || strings.Contains(waf.Site, "freeHere") {
+		t.Fatalf("reports %v, want one write after free naming allocHere's stack", reports)
+	}
+}
+
+// TestUseAfterFreeErrorSaysReleased (GUARD-FAULT): the report of a fault
+// says that the object has left the quarantine (its memory may be in use
+// again) when Released says so, and only then.
+func TestUseAfterFreeErrorSaysReleased(t *testing.T) {
+	for _, released := range []bool{false, true} {
+		msg := (&impl.UseAfterFreeError{Addr: 0x1010, Object: 0x1000, Offset: 16, Size: 64, Class: spec.SizeToClass(64), Released: released}).Error()
+		if strings.Contains(msg, "left the quarantine") != released {
+			t.Errorf("Released %v: %q", released, msg)
+		}
+	}
+}

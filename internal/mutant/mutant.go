@@ -595,4 +595,8 @@ var All = []Mutant{
 	{"leaklargeclass", "EMPTY", "Allocator.Leaks", "a large leak is listed with Class -1, not spec.Large (hunt23)"},
 	{"leakguardclass", "EMPTY", "Allocator.Leaks", "a guarded small leak is listed with Class spec.Large, not its size class (hunt23)"},
 	{"reservednofreesite", "GUARD-FAULT", "Cache.Realloc", "a moving Realloc that drops its reserved new object (b found not live) frees it with no stack recorded in guard mode: a fault in the quarantined object is reported with no freeing stack (hunt26)"},
+	{"quarguardmarklarge", "FREE-DOUBLE", "Cache.Free", "a guarded small object's quarantine marks its superblock as a large head's: a second free of its start is a double free of class spec.Large, not of its size class (hunt26)"},
+	{"endrunmarkall", "FREE-INVALID", "Cache.Free", "the end of a guarded run (endRun) marks every superblock of a quarantined large object as its head: a free of a later superblock's start is a double free, not ErrInvalidPointer (hunt26)"},
+	{"quarwafsitefree", "GUARD-FAULT", "Options.Guard", "where guard mode only poisons, a write after free found as an object leaves the quarantine names the stack that freed it as its Site, not the one that allocated it (hunt26)"},
+	{"uafreleasedtext", "GUARD-FAULT", "Allocator.Explain", "a UseAfterFreeError's message says the object has left the quarantine when it has not, and not when it has (hunt26)"},
 }

@@ -580,6 +580,10 @@ const (
 	LeakLargeClass          = false
 	LeakGuardClass          = false
 	ReservedNoFreeSite      = false
+	QuarGuardMarkLarge      = false
+	EndRunMarkAll           = false
+	QuarWAFSiteFree         = false
+	UAFReleasedText         = false
 )
 
 func Drop() bool { return false }

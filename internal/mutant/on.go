@@ -597,6 +597,10 @@ var (
 	LeakLargeClass          = on("leaklargeclass")
 	LeakGuardClass          = on("leakguardclass")
 	ReservedNoFreeSite      = on("reservednofreesite")
+	QuarGuardMarkLarge      = on("quarguardmarklarge")
+	EndRunMarkAll           = on("endrunmarkall")
+	QuarWAFSiteFree         = on("quarwafsitefree")
+	UAFReleasedText         = on("uafreleasedtext")
 )
 
 var remoteFrees atomic.Uint64
