@@ -599,4 +599,5 @@ var All = []Mutant{
 	{"endrunmarkall", "FREE-INVALID", "Cache.Free", "the end of a guarded run (endRun) marks every superblock of a quarantined large object as its head: a free of a later superblock's start is a double free, not ErrInvalidPointer (hunt26)"},
 	{"quarwafsitefree", "GUARD-FAULT", "Options.Guard", "where guard mode only poisons, a write after free found as an object leaves the quarantine names the stack that freed it as its Site, not the one that allocated it (hunt26)"},
 	{"uafreleasedtext", "GUARD-FAULT", "Allocator.Explain", "a UseAfterFreeError's message says the object has left the quarantine when it has not, and not when it has (hunt26)"},
+	{"sitedroplast", "DEBUG-POISON", "Options.Debug", "a recorded allocation stack that fills all 32 entries is formatted without its last frame (hunt26)"},
 }

@@ -584,6 +584,7 @@ const (
 	EndRunMarkAll           = false
 	QuarWAFSiteFree         = false
 	UAFReleasedText         = false
+	SiteDropLast            = false
 )
 
 func Drop() bool { return false }

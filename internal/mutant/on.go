@@ -601,6 +601,7 @@ var (
 	EndRunMarkAll           = on("endrunmarkall")
 	QuarWAFSiteFree         = on("quarwafsitefree")
 	UAFReleasedText         = on("uafreleasedtext")
+	SiteDropLast            = on("sitedroplast")
 )
 
 var remoteFrees atomic.Uint64
