@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/refalloc/refalloc/impl"
 	"github.com/refalloc/refalloc/spec"
@@ -114,4 +115,25 @@ func TestUseAfterFreeErrorSaysReleased(t *testing.T) {
 			t.Errorf("Released %v: %q", released, msg)
 		}
 	}
+}
+
+// TestReallocAtReservationEndFullRefused (FREE-INVALID): a slice that starts
+// exactly at the end of the reservation is outside it, and Realloc refuses it
+// before it allocates anything: in a full reservation too, ErrInvalidPointer,
+// not the ErrOutOfMemory of a new object it would not need
+// (TestReallocSliceAtReservationEnd has room for one).
+func TestReallocAtReservationEndFullRefused(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the Go-heap backend: a pointer past the reservation's arena is another Go object (checkptr)")
+	}
+	const nsb = 512
+	_, c := newAllocCache(t, impl.Options{Reserve: nsb * spec.SuperblockSize})
+	front := allocN(t, c, (nsb-1)*spec.SuperblockSize) // superblocks 0-510
+	last := allocN(t, c, spec.MaxSmall+1)              // superblock 511, the last: the reservation is full
+	end := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(last)), spec.SuperblockSize)), 64)[:0]
+	if r, err := c.Realloc(end, 16); !errors.Is(err, impl.ErrInvalidPointer) {
+		t.Fatalf("Realloc of a slice at the end of a full reservation: %d bytes, %v; want ErrInvalidPointer", len(r), err)
+	}
+	must(t, c.Free(front))
+	must(t, c.Free(last))
 }

@@ -161,7 +161,7 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 	head := a.lookup(off >> spec.SuperblockShift)
 	_, state, k := unpackMeta(head.meta.Load())
 	switch {
-	case state == statePool || state == stateQuarantine:
+	case state == statePool || state == stateQuarantine && !mutant.LargeFreeQuarInvalid: // FREE-DOUBLE: freed by a racing free
 		return a.stalePoolFree(off, k)
 	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && (!own || mutant.GuardReservedOwn):
 		return errDouble(addr, int(k)) // FREE-DOUBLE: a moving Realloc's, not returned yet

@@ -600,4 +600,6 @@ var All = []Mutant{
 	{"quarwafsitefree", "GUARD-FAULT", "Options.Guard", "where guard mode only poisons, a write after free found as an object leaves the quarantine names the stack that freed it as its Site, not the one that allocated it (hunt26)"},
 	{"uafreleasedtext", "GUARD-FAULT", "Allocator.Explain", "a UseAfterFreeError's message says the object has left the quarantine when it has not, and not when it has (hunt26)"},
 	{"sitedroplast", "DEBUG-POISON", "Options.Debug", "a recorded allocation stack that fills all 32 entries is formatted without its last frame (hunt26)"},
+	{"largefreequarinvalid", "FREE-DOUBLE", "Cache.Free", "in guard mode a free of a large object that a racing free quarantined between its header read and the central lock says ErrInvalidPointer, not ErrDoubleFree (hunt26; a window only the yield build opens)"},
+	{"reallocendallocs", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice that starts exactly at the reservation's end allocates before it finds the slice foreign: in a full reservation it says ErrOutOfMemory, not ErrInvalidPointer (hunt26)"},
 }

@@ -585,6 +585,8 @@ const (
 	QuarWAFSiteFree         = false
 	UAFReleasedText         = false
 	SiteDropLast            = false
+	LargeFreeQuarInvalid    = false
+	ReallocEndAllocs        = false
 )
 
 func Drop() bool { return false }

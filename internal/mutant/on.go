@@ -602,6 +602,8 @@ var (
 	QuarWAFSiteFree         = on("quarwafsitefree")
 	UAFReleasedText         = on("uafreleasedtext")
 	SiteDropLast            = on("sitedroplast")
+	LargeFreeQuarInvalid    = on("largefreequarinvalid")
+	ReallocEndAllocs        = on("reallocendallocs")
 )
 
 var remoteFrees atomic.Uint64
