@@ -137,3 +137,29 @@ func TestReallocAtReservationEndFullRefused(t *testing.T) {
 	must(t, c.Free(front))
 	must(t, c.Free(last))
 }
+
+// TestInteriorFreeNamesClass (FREE-INVALID): a free inside a live large
+// object, or inside a live guarded small object, is refused naming the
+// object's class (FreeError.Class): spec.Large, or the guarded object's size
+// class; -1 is for an address whose object is unknown.
+func TestInteriorFreeNamesClass(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c, err := a.NewCache()
+	must(t, err)
+	large, err := c.Alloc(2 * spec.SuperblockSize)
+	must(t, err)
+	small, err := c.Alloc(100) // guarded: SampleRate 1
+	must(t, err)
+	for _, tc := range []struct {
+		what  string
+		b     []byte
+		class int
+	}{{"large", large[spec.SuperblockSize:], spec.Large}, {"large", large[16:], spec.Large}, {"guarded", small[16:], spec.SizeToClass(100)}} {
+		var fe *impl.FreeError
+		if err := c.Free(tc.b); !errors.Is(err, impl.ErrInvalidPointer) || !errors.As(err, &fe) || fe.Class != tc.class {
+			t.Errorf("free inside a live %s object: %v, want ErrInvalidPointer of class %d", tc.what, err, tc.class)
+		}
+	}
+	must(t, c.Free(large))
+	must(t, c.Free(small))
+}

@@ -168,10 +168,15 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 	case state == stateGuard && (off&(spec.SuperblockSize-1) == 0 || mutant.GuardPageStart && off&(spec.PageSize-1) == 0): // FREE-INVALID
 		head.reserved = false
 		return a.freeGuarded(c, head, int(k), site)
+	case state == stateGuard && mutant.InteriorClassUnknown:
+		return errInvalid(addr, -1)
 	case state == stateGuard:
-		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
+		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object, named by its class
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
-		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
+		if mutant.InteriorClassUnknown {
+			return errInvalid(addr, -1)
+		}
+		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object, named spec.Large
 	case head.resizing.Load() && !mutant.ResizeNoWait:
 		return errResizing // live, being zeroed outside a.mu: wait (freeLarge)
 	case head.reserved && !own:

@@ -602,4 +602,5 @@ var All = []Mutant{
 	{"sitedroplast", "DEBUG-POISON", "Options.Debug", "a recorded allocation stack that fills all 32 entries is formatted without its last frame (hunt26)"},
 	{"largefreequarinvalid", "FREE-DOUBLE", "Cache.Free", "in guard mode a free of a large object that a racing free quarantined between its header read and the central lock says ErrInvalidPointer, not ErrDoubleFree (hunt26; a window only the yield build opens)"},
 	{"reallocendallocs", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice that starts exactly at the reservation's end allocates before it finds the slice foreign: in a full reservation it says ErrOutOfMemory, not ErrInvalidPointer (hunt26)"},
+	{"interiorclassunknown", "FREE-INVALID", "Cache.Free", "a free inside a live large or guarded object is refused with class -1 (unknown), not spec.Large or the guarded object's size class (hunt26)"},
 }

@@ -587,6 +587,7 @@ const (
 	SiteDropLast            = false
 	LargeFreeQuarInvalid    = false
 	ReallocEndAllocs        = false
+	InteriorClassUnknown    = false
 )
 
 func Drop() bool { return false }

@@ -604,6 +604,7 @@ var (
 	SiteDropLast            = on("sitedroplast")
 	LargeFreeQuarInvalid    = on("largefreequarinvalid")
 	ReallocEndAllocs        = on("reallocendallocs")
+	InteriorClassUnknown    = on("interiorclassunknown")
 )
 
 var remoteFrees atomic.Uint64
