@@ -163,3 +163,20 @@ func TestInteriorFreeNamesClass(t *testing.T) {
 	must(t, c.Free(large))
 	must(t, c.Free(small))
 }
+
+// TestFreedGuardedInteriorClassUnknown (FREE-INVALID): a free inside a freed
+// guarded small object, quarantined, is refused as any address inside no
+// object is, class -1 (unknown): the superblock's mark names the class of
+// its start only, for a double free of it (TestGuardedDoubleFreeNamesClass).
+func TestFreedGuardedInteriorClassUnknown(t *testing.T) {
+	a := newGuarded(t, impl.GuardOptions{})
+	c, err := a.NewCache()
+	must(t, err)
+	b, err := c.Alloc(100) // guarded: SampleRate 1
+	must(t, err)
+	must(t, c.Free(b))
+	var fe *impl.FreeError
+	if err := c.Free(b[16:]); !errors.Is(err, impl.ErrInvalidPointer) || !errors.As(err, &fe) || fe.Class != -1 {
+		t.Fatalf("free inside a quarantined guarded object: %v, want ErrInvalidPointer of class -1", err)
+	}
+}

@@ -499,7 +499,10 @@ func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 		if rel == 0 {
 			return errDouble(addr, g)
 		}
-		return errInvalid(addr, -1)
+		if mutant.StaleGuardInteriorClass {
+			return errInvalid(addr, g)
+		}
+		return errInvalid(addr, -1) // FREE-INVALID: inside no object now, its class unknown
 	}
 	switch {
 	case k == largeMark && rel == 0:

@@ -603,4 +603,5 @@ var All = []Mutant{
 	{"largefreequarinvalid", "FREE-DOUBLE", "Cache.Free", "in guard mode a free of a large object that a racing free quarantined between its header read and the central lock says ErrInvalidPointer, not ErrDoubleFree (hunt26; a window only the yield build opens)"},
 	{"reallocendallocs", "FREE-INVALID", "Cache.Realloc", "Realloc of a slice that starts exactly at the reservation's end allocates before it finds the slice foreign: in a full reservation it says ErrOutOfMemory, not ErrInvalidPointer (hunt26)"},
 	{"interiorclassunknown", "FREE-INVALID", "Cache.Free", "a free inside a live large or guarded object is refused with class -1 (unknown), not spec.Large or the guarded object's size class (hunt26)"},
+	{"staleguardinteriorclass", "FREE-INVALID", "Cache.Free", "a free inside a freed guarded small object (quarantined or pooled) is refused naming its old size class, not -1 as for any address inside no object (hunt26)"},
 }

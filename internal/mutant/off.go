@@ -588,6 +588,7 @@ const (
 	LargeFreeQuarInvalid    = false
 	ReallocEndAllocs        = false
 	InteriorClassUnknown    = false
+	StaleGuardInteriorClass = false
 )
 
 func Drop() bool { return false }

@@ -605,6 +605,7 @@ var (
 	LargeFreeQuarInvalid    = on("largefreequarinvalid")
 	ReallocEndAllocs        = on("reallocendallocs")
 	InteriorClassUnknown    = on("interiorclassunknown")
+	StaleGuardInteriorClass = on("staleguardinteriorclass")
 )
 
 var remoteFrees atomic.Uint64
