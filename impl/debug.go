@@ -98,7 +98,7 @@ func (s *sites) format(id uint32) string {
 	pcs := s.stacks[id-1]
 	s.mu.Unlock()
 	n := 0
-	for n < len(pcs) && pcs[n] != 0 {
+	for n < len(pcs)-int(b2i(mutant.SiteDropLast)) && pcs[n] != 0 { // DEBUG-POISON: a full stack whole
 		n++
 	}
 	var b strings.Builder

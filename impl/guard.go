@@ -393,7 +393,7 @@ func (a *Allocator) quarantine(head *superblock, m uint32, k int, site uint32) b
 		poison(unsafe.Slice((*byte)(p), a.poisoned(n, int(head.usable))-uintptr(b2i(mutant.QuarPoisonShort))))
 	}
 	mark := uint8(largeMark)
-	if k != spec.Large {
+	if k != spec.Large && !mutant.QuarGuardMarkLarge { // FREE-DOUBLE: a free of its start again names its class
 		mark = guardMark(k)
 	}
 	a.endRun(head, m, stateQuarantine, mark)
@@ -527,7 +527,7 @@ func (a *Allocator) endRun(head *superblock, m uint32, state, mark uint8) {
 		sb := a.header(j)
 		gen, _, _ := unpackMeta(sb.meta.Load())
 		k := uint8(noClass)
-		if j == head.idx {
+		if j == head.idx || mutant.EndRunMarkAll { // FREE-INVALID: the head alone keeps the mark
 			k = mark
 		}
 		next, tag := nextGen(gen)
@@ -568,10 +568,14 @@ func (a *Allocator) verifyQuarantined(p unsafe.Pointer, n uintptr, e quarantined
 		if mutant.QuarWAFClass {
 			class = spec.Large
 		}
+		site := e.alloc // GUARD-FAULT: where the freed object had been allocated
+		if mutant.QuarWAFSiteFree {
+			site = e.free
+		}
 		a.retiredWAF()
 		if a.opt.OnError != nil {
 			a.report(&WriteAfterFreeError{
-				Addr: uintptr(p), Offset: off, Size: size, Class: class, Site: a.sites.format(e.alloc),
+				Addr: uintptr(p), Offset: off, Size: size, Class: class, Site: a.sites.format(site),
 			})
 		}
 	}
@@ -611,7 +615,7 @@ func (e *UseAfterFreeError) Error() string {
 		where = fmt.Sprintf("%d bytes past the end of %s", e.Offset-e.Size, what)
 	}
 	fmt.Fprintf(&b, "%v [%s]: %#x is %s at %#x, which was freed", ErrUseAfterFree, spec.RuleGuardFault, e.Addr, where, e.Object)
-	if e.Released {
+	if e.Released != mutant.UAFReleasedText { // GUARD-FAULT: the memory may be in use again
 		b.WriteString(" (it has left the quarantine since)")
 	}
 	for _, s := range []struct{ what, stack string }{{"accessed", e.AccessSite}, {"freed", e.FreeSite}, {"allocated", e.AllocSite}} {

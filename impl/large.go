@@ -144,7 +144,7 @@ var errResizing = errors.New("refalloc: large object being resized")
 func (a *Allocator) freeReserved(c *Cache, b []byte) {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - a.base
 	var site uint32
-	if a.guard.on {
+	if a.guard.on && !mutant.ReservedNoFreeSite { // GUARD-FAULT: the stack that freed it, for the report
 		site = a.sites.record()
 	}
 	a.lock()
@@ -161,17 +161,22 @@ func (a *Allocator) freeLargeLocked(c *Cache, off uintptr, site uint32, own bool
 	head := a.lookup(off >> spec.SuperblockShift)
 	_, state, k := unpackMeta(head.meta.Load())
 	switch {
-	case state == statePool || state == stateQuarantine:
+	case state == statePool || state == stateQuarantine && !mutant.LargeFreeQuarInvalid: // FREE-DOUBLE: freed by a racing free
 		return a.stalePoolFree(off, k)
 	case state == stateGuard && off&(spec.SuperblockSize-1) == 0 && head.reserved && (!own || mutant.GuardReservedOwn):
 		return errDouble(addr, int(k)) // FREE-DOUBLE: a moving Realloc's, not returned yet
 	case state == stateGuard && (off&(spec.SuperblockSize-1) == 0 || mutant.GuardPageStart && off&(spec.PageSize-1) == 0): // FREE-INVALID
 		head.reserved = false
 		return a.freeGuarded(c, head, int(k), site)
+	case state == stateGuard && mutant.InteriorClassUnknown:
+		return errInvalid(addr, -1)
 	case state == stateGuard:
-		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object
+		return errInvalid(addr, int(k)) // FREE-INVALID: interior of a guarded object, named by its class
 	case state != stateLargeHead || off&(spec.SuperblockSize-1) != 0 && !mutant.LargeInterior:
-		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object
+		if mutant.InteriorClassUnknown {
+			return errInvalid(addr, -1)
+		}
+		return errInvalid(addr, spec.Large) // FREE-INVALID: interior of a large object, named spec.Large
 	case head.resizing.Load() && !mutant.ResizeNoWait:
 		return errResizing // live, being zeroed outside a.mu: wait (freeLarge)
 	case head.reserved && !own:
@@ -494,7 +499,10 @@ func (a *Allocator) stalePoolFree(off uintptr, k uint8) error {
 		if rel == 0 {
 			return errDouble(addr, g)
 		}
-		return errInvalid(addr, -1)
+		if mutant.StaleGuardInteriorClass {
+			return errInvalid(addr, g)
+		}
+		return errInvalid(addr, -1) // FREE-INVALID: inside no object now, its class unknown
 	}
 	switch {
 	case k == largeMark && rel == 0:

@@ -54,7 +54,7 @@ func (c *Cache) realloc(b []byte, n int) ([]byte, error) {
 	if r, ok := c.resize(b, n, keep); ok {
 		return r, nil
 	}
-	if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p-c.a.base >= c.a.size && !mutant.ReallocForeignAllocs {
+	if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p-c.a.base >= c.a.size+uintptr(b2i(mutant.ReallocEndAllocs)) && !mutant.ReallocForeignAllocs {
 		// FREE-INVALID: never an object of this Allocator: refused as its
 		// free is, before anything is allocated (a full reservation would
 		// say ErrOutOfMemory, and in guard mode the new object, freed

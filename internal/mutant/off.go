@@ -594,6 +594,16 @@ const (
 	FreeErrLastClassLarge   = false
 	SnapWalksSealed         = false
 	SnapRemotePtr           = false
+	ReservedNoFreeSite      = false
+	QuarGuardMarkLarge      = false
+	EndRunMarkAll           = false
+	QuarWAFSiteFree         = false
+	UAFReleasedText         = false
+	SiteDropLast            = false
+	LargeFreeQuarInvalid    = false
+	ReallocEndAllocs        = false
+	InteriorClassUnknown    = false
+	StaleGuardInteriorClass = false
 )
 
 func Drop() bool { return false }

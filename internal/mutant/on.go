@@ -611,6 +611,16 @@ var (
 	FreeErrLastClassLarge   = on("freeerrlastclasslarge")
 	SnapWalksSealed         = on("snapwalkssealed")
 	SnapRemotePtr           = on("snapremoteptr")
+	ReservedNoFreeSite      = on("reservednofreesite")
+	QuarGuardMarkLarge      = on("quarguardmarklarge")
+	EndRunMarkAll           = on("endrunmarkall")
+	QuarWAFSiteFree         = on("quarwafsitefree")
+	UAFReleasedText         = on("uafreleasedtext")
+	SiteDropLast            = on("sitedroplast")
+	LargeFreeQuarInvalid    = on("largefreequarinvalid")
+	ReallocEndAllocs        = on("reallocendallocs")
+	InteriorClassUnknown    = on("interiorclassunknown")
+	StaleGuardInteriorClass = on("staleguardinteriorclass")
 )
 
 var remoteFrees atomic.Uint64
