@@ -32,7 +32,7 @@ type FreeError struct {
 
 func (e *FreeError) Error() string {
 	switch {
-	case e.Class == spec.Large || mutant.FreeErrLastClassLarge && e.Class == spec.Large-1: // the last small class is small
+	case e.Class == spec.Large || mutant.FreeErrLastClassLarge && e.Class == spec.Large-1: // FREE-DOUBLE: the last small class is small
 		return fmt.Sprintf("%v: %#x (large object) [%s]", e.Err, e.Addr, e.Rule)
 	case e.Class >= int(b2i(mutant.FreeErrClassOne)):
 		return fmt.Sprintf("%v: %#x (class %d, %d bytes) [%s]", e.Err, e.Addr, e.Class, spec.ClassSize(e.Class), e.Rule)

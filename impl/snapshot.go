@@ -287,7 +287,7 @@ func (a *Allocator) snapshot() *Snapshot {
 // walkNotify lists a notification stack from head, cut like walk.
 func (a *Allocator) walkNotify(head *superblock) []int {
 	var out []int
-	for sb := head; sb != nil && (sb != closedStack || mutant.SnapWalksSealed) && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() { // a sealed stack holds nothing
+	for sb := head; sb != nil && (sb != closedStack || mutant.SnapWalksSealed) && len(out) <= int(a.nsb); sb = sb.nextNotify.Load() { // CONSERVE: a sealed stack holds nothing
 		out = append(out, int(sb.idx))
 	}
 	return out

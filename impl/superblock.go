@@ -193,7 +193,7 @@ func (sb *superblock) empty() bool { return sb.nfree+sb.localFreed == sb.objects
 // filled only from a small superblock), so no CAS on them can have succeeded.
 func (sb *superblock) ensureRemote(g int, gen uint32) {
 	rs := sb.remote.Load()
-	if rs != nil && len(rs.w) >= g+int(b2i(mutant.RemoteSetStrict)) && !rs.retired() { // a set big enough is kept
+	if rs != nil && len(rs.w) >= g+int(b2i(mutant.RemoteSetStrict)) && !rs.retired() { // CACHE-COHERENT: a set big enough is kept
 		if mutant.NoRestamp {
 			return
 		}
