@@ -137,26 +137,33 @@ func mustCache(t *testing.T, a *impl.Allocator) *impl.Cache {
 // Slip: the snapshot compares only the first word's address (snapremotelen),
 // like the SameFree slip TestSnapshotShowsStaleFreeWord closes.
 func TestSnapshotShowsShortRemoteCount(t *testing.T) {
-	a, err := impl.New(impl.Options{Reserve: 16 * spec.SuperblockSize})
-	must(t, err)
-	defer a.Close()
-	c, d := mustCache(t, a), mustCache(t, a)
-	x := allocN(t, c, 64) // class 64: 32 remote words
+	sameRemoteShows(t, impl.ShortRemoteCount, "counting one remote word short of its set")
+}
+
+// sameRemoteShows fills a not-mine entry of a cache d for a superblock of
+// 64-byte objects (32 remote words), then breaks it with spoil (which
+// reports whether d had the entry, and returns the function that mends
+// it), and fails t unless the snapshot shows SameRemote before and not
+// after; what names the spoiled entry in the failure.
+func sameRemoteShows(t *testing.T, spoil func(d *impl.Cache, s int) (bool, func()), what string) {
+	t.Helper()
+	a, c := newAllocCache(t, impl.Options{Reserve: 16 * spec.SuperblockSize})
+	d := mustCache(t, a)
+	x := allocN(t, c, 64)
 	y := allocN(t, c, 64)
 	must(t, d.Free(y)) // fills d's (not mine) entry for the superblock
 	s := sbOf(a, x)
-	entryOf := func() impl.Entry { return snapEntry(t, a, d, s) }
-	if e := entryOf(); !e.SameRemote {
+	if e := snapEntry(t, a, d, s); !e.SameRemote {
 		t.Fatalf("setup: entry %+v, want the header's remote set", e)
 	}
-	ok, undo := impl.ShortRemoteCount(d, s)
+	ok, undo := spoil(d, s)
 	if !ok {
-		t.Fatal("setup: no entry to make short")
+		t.Fatal("setup: no entry to spoil")
 	}
-	e := entryOf()
+	e := snapEntry(t, a, d, s)
 	undo()
 	if e.SameRemote {
-		t.Errorf("an entry counting one remote word short of its set shows SameRemote: %+v", e)
+		t.Errorf("an entry %s shows SameRemote: %+v", what, e)
 	}
 	must(t, c.Free(x))
 }

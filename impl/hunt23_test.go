@@ -125,24 +125,27 @@ func TestFlushAfterAllocatorClose(t *testing.T) {
 }
 
 // TestLeaksNameEveryKindsClass (EMPTY: Leaks lists each live object as it
-// is): a large object leaks as class spec.Large with its usable bytes, a
-// guarded small one (a superblock of its own) as its own size class, and a
-// plain small one as its class. Slips (leaklargeclass, leakguardclass): a
-// large leak's Class is -1, a guarded one's spec.Large; only TestMachine's
-// model comparison saw them (hunt23's k01, k02).
+// is): a large object leaks as class spec.Large with its usable bytes, and a
+// guarded small one (a superblock of its own) as its own size class with its
+// usable bytes, each the cap of the slice Alloc returned. Slips
+// (leaklargeclass, leakguardclass): a large leak's Class is -1, a guarded
+// one's spec.Large; only TestMachine's model comparison saw them (hunt23's
+// k01, k02). Slip (leaklargesize, hunt24): a large leak's Size is its count
+// of superblocks.
 func TestLeaksNameEveryKindsClass(t *testing.T) {
 	a, c := newAllocCache(t, impl.Options{Reserve: 32 * sbBytes, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
 	defer c.Close()
 	guarded := allocN(t, c, 100) // SampleRate 1: guarded
 	big := allocN(t, c, 3*spec.SuperblockSize)
-	want := map[uintptr]int{addrOf(guarded): spec.SizeToClass(100), addrOf(big): spec.Large}
+	type leak struct{ class, size int }
+	want := map[uintptr]leak{addrOf(guarded): {spec.SizeToClass(100), cap(guarded)}, addrOf(big): {spec.Large, cap(big)}}
 	leaks := a.Leaks()
 	if len(leaks) != len(want) {
 		t.Fatalf("Leaks lists %d objects, want %d: %v", len(leaks), len(want), leaks)
 	}
 	for _, l := range leaks {
-		if k, ok := want[l.Addr]; !ok || l.Class != k {
-			t.Errorf("Leaks lists %#x as class %d, want %d (found: %v)", l.Addr, l.Class, k, ok)
+		if w, ok := want[l.Addr]; !ok || l.Class != w.class || l.Size != w.size {
+			t.Errorf("Leaks lists %#x as class %d of %d bytes, want %+v (found: %v)", l.Addr, l.Class, l.Size, w, ok)
 		}
 	}
 	must(t, c.Free(guarded))

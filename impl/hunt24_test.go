@@ -97,29 +97,6 @@ func TestStatsStringFreesOnlyRow(t *testing.T) {
 	}
 }
 
-// TestLeaksGiveUsableSize (EMPTY, Leak.Size: "usable bytes"): a live large
-// object and a live guarded small one are listed with their usable bytes,
-// cap of the slice Alloc returned. Slip (leaklargesize): a large leak's
-// Size is its count of superblocks.
-func TestLeaksGiveUsableSize(t *testing.T) {
-	a, c := newAllocCache(t, impl.Options{Reserve: 32 * sbBytes, Guard: impl.GuardOptions{Enabled: true, SampleRate: 1}})
-	defer c.Close()
-	guarded := allocN(t, c, 100) // SampleRate 1: guarded
-	big := allocN(t, c, 3*spec.SuperblockSize)
-	want := map[uintptr]int{addrOf(guarded): cap(guarded), addrOf(big): cap(big)}
-	leaks := a.Leaks()
-	if len(leaks) != len(want) {
-		t.Fatalf("Leaks lists %d objects, want %d: %v", len(leaks), len(want), leaks)
-	}
-	for _, l := range leaks {
-		if n, ok := want[l.Addr]; !ok || l.Size != n {
-			t.Errorf("Leaks lists %#x with size %d, want %d (found: %v)", l.Addr, l.Size, n, ok)
-		}
-	}
-	must(t, c.Free(guarded))
-	must(t, c.Free(big))
-}
-
 // TestFreeErrorTextLastClass (FREE-DOUBLE, FreeError.Error: the class and
 // its size for a small object): a double free of an object of the last
 // small class names that class, not a large object. Slip
@@ -161,26 +138,7 @@ func TestSnapshotSealedStackEmpty(t *testing.T) {
 // snapshot compares only the count of words, the other half of what
 // TestSnapshotShowsShortRemoteCount checks.
 func TestSnapshotShowsOtherRemoteSet(t *testing.T) {
-	a, c := newAllocCache(t, impl.Options{Reserve: 16 * sbBytes})
-	d := mustCache(t, a)
-	x := allocN(t, c, 64)
-	y := allocN(t, c, 64)
-	must(t, d.Free(y)) // fills d's (not mine) entry for the superblock
-	s := sbOf(a, x)
-	entryOf := func() impl.Entry { return snapEntry(t, a, d, s) }
-	if e := entryOf(); !e.SameRemote {
-		t.Fatalf("setup: entry %+v, want the header's remote set", e)
-	}
-	ok, undo := impl.OtherRemoteSet(d, s)
-	if !ok {
-		t.Fatal("setup: no entry to point elsewhere")
-	}
-	e := entryOf()
-	undo()
-	if e.SameRemote {
-		t.Errorf("an entry holding another set's remote words shows SameRemote: %+v", e)
-	}
-	must(t, c.Free(x))
+	sameRemoteShows(t, impl.OtherRemoteSet, "holding another set's remote words")
 }
 
 // snapEntry is cache c's entry for superblock s in a snapshot of a; the test

@@ -23,10 +23,8 @@ func reallocHere(c *impl.Cache, b []byte, n int) ([]byte, error) { return c.Real
 // the Realloc's, as for any freed guarded object.
 func TestGuardReallocDropNamesFreeSite(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{SampleRate: -1})
-	c, err := a.NewCache()
-	must(t, err)
-	b, err := c.Alloc(2 * spec.SuperblockSize)
-	must(t, err)
+	c := mustCache(t, a)
+	b := allocN(t, c, 2*spec.SuperblockSize)
 	must(t, c.Free(b))
 	if _, err := reallocHere(c, b, 3*spec.SuperblockSize); !errors.Is(err, impl.ErrDoubleFree) {
 		t.Fatalf("Realloc of a freed large object: %v, want ErrDoubleFree", err)
@@ -52,10 +50,8 @@ func TestGuardReallocDropNamesFreeSite(t *testing.T) {
 // the class, not as a large object's.
 func TestGuardedDoubleFreeNamesClass(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{})
-	c, err := a.NewCache()
-	must(t, err)
-	b, err := c.Alloc(100)
-	must(t, err)
+	c := mustCache(t, a)
+	b := allocN(t, c, 100)
 	must(t, c.Free(b))
 	if len(a.Snapshot().Guard.Quarantine) != 1 {
 		t.Fatalf("the guarded object is not in the quarantine: %+v", a.Snapshot().Guard.Quarantine)
@@ -72,10 +68,8 @@ func TestGuardedDoubleFreeNamesClass(t *testing.T) {
 // when it is pooled without guard mode (TestFreedLargeRunTailFreesInvalid).
 func TestGuardFreedLargeTailFreesInvalid(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{SampleRate: -1})
-	c, err := a.NewCache()
-	must(t, err)
-	b, err := c.Alloc(2 * spec.SuperblockSize)
-	must(t, err)
+	c := mustCache(t, a)
+	b := allocN(t, c, 2*spec.SuperblockSize)
 	must(t, c.Free(b))
 	if err := c.Free(b[spec.SuperblockSize:]); !errors.Is(err, impl.ErrInvalidPointer) {
 		t.Errorf("free of a quarantined large object's second superblock: %v, want ErrInvalidPointer", err)
@@ -96,8 +90,7 @@ func TestGuardHeapWAFNamesAllocSite(t *testing.T) {
 	b := allocHere(t, c, 100)
 	freeHere(t, c, b)
 	b[3] = 1 // a write after free
-	o, err := c.Alloc(100)
-	must(t, err)
+	o := allocN(t, c, 100)
 	must(t, c.Free(o)) // pushes b out of the quarantine
 	var waf *impl.WriteAfterFreeError
 	if len(reports) != 1 || !errors.As(reports[0], &waf) || !strings.Contains(waf.Site, "allocHere") || strings.Contains(waf.Site, "freeHere") {
@@ -144,10 +137,8 @@ func TestReallocAtReservationEndFullRefused(t *testing.T) {
 // class; -1 is for an address whose object is unknown.
 func TestInteriorFreeNamesClass(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{})
-	c, err := a.NewCache()
-	must(t, err)
-	large, err := c.Alloc(2 * spec.SuperblockSize)
-	must(t, err)
+	c := mustCache(t, a)
+	large := allocN(t, c, 2*spec.SuperblockSize)
 	small, err := c.Alloc(100) // guarded: SampleRate 1
 	must(t, err)
 	for _, tc := range []struct {
@@ -170,10 +161,8 @@ func TestInteriorFreeNamesClass(t *testing.T) {
 // its start only, for a double free of it (TestGuardedDoubleFreeNamesClass).
 func TestFreedGuardedInteriorClassUnknown(t *testing.T) {
 	a := newGuarded(t, impl.GuardOptions{})
-	c, err := a.NewCache()
-	must(t, err)
-	b, err := c.Alloc(100) // guarded: SampleRate 1
-	must(t, err)
+	c := mustCache(t, a)
+	b := allocN(t, c, 100) // guarded: SampleRate 1
 	must(t, c.Free(b))
 	var fe *impl.FreeError
 	if err := c.Free(b[16:]); !errors.Is(err, impl.ErrInvalidPointer) || !errors.As(err, &fe) || fe.Class != -1 {

@@ -322,17 +322,7 @@ func TestSnapshotShowsStaleFreeWord(t *testing.T) {
 	y := allocN(t, c, pSize)
 	must(t, c.Free(y)) // fills c's mine entry for the superblock
 	s := sbOf(a, x)
-	entryOf := func() impl.Entry {
-		for _, cs := range a.Snapshot().Caches {
-			for _, e := range cs.Entries {
-				if cs.ID == c.ID() && e.Superblock == s {
-					return e
-				}
-			}
-		}
-		t.Fatalf("cache %d has no entry for superblock %d", c.ID(), s)
-		return impl.Entry{}
-	}
+	entryOf := func() impl.Entry { return snapEntry(t, a, c, s) }
 	if e := entryOf(); !e.Mine || !e.SameFree {
 		t.Fatalf("setup: entry %+v, want mine with the header's free bitmap", e)
 	}
