@@ -33,6 +33,7 @@ func fakeTest(t *testing.T, runs ...fakeRun) (bin, dir string) {
 	script := fmt.Sprintf(`#!/bin/sh
 n=$(( $(cat runs 2>/dev/null || echo 0) + 1 ))
 echo $n > runs
+echo "$@" > args.$n
 k=$n
 if [ $k -gt %d ]; then k=%d; fi
 cat out.$k
@@ -87,8 +88,8 @@ func TestKillNeedsThreeFailures(t *testing.T) {
 	if r := killFake(bin, dir); r.verdict == "killed" || !strings.HasPrefix(r.verdict, "SURVIVED (flaky") {
 		t.Errorf("a test that failed twice, then passed: verdict %q, want SURVIVED (flaky...)", r.verdict)
 	}
-	if n := runsOf(t, dir); n != 3 {
-		t.Errorf("the fake test ran %d times, want 3 (the package, then the test twice on its own)", n)
+	if n := runsOf(t, dir); n != 4 {
+		t.Errorf("the fake test ran %d times, want 4 (the package, the test twice on its own, the package without it)", n)
 	}
 	bin, dir = fakeTest(t, failX)
 	if r := killFake(bin, dir); r.verdict != "killed" || r.test != "TestX" || r.pkg != dir {
@@ -96,6 +97,42 @@ func TestKillNeedsThreeFailures(t *testing.T) {
 	}
 	if n := runsOf(t, dir); n != 3 {
 		t.Errorf("the fake test ran %d times for a kill, want 3", n)
+	}
+}
+
+// TestFlakyFirstFailureLetsLaterTestKill: -failfast stops a package at its
+// first failing test; when that one is flaky (it passes run again on its
+// own), the package runs again skipping it, and a later test of the same
+// package that fails every time kills the mutant; after a package that
+// failed outside a test, a later package may kill it. Before, the flaky test
+// ended the package: a mutant that internal/yieldbuild's TestYieldBuild
+// kills every time (deliverempty) was called a survivor in the README's build
+// because TestNoStatsBuild, before it, failed once.
+func TestFlakyFirstFailureLetsLaterTestKill(t *testing.T) {
+	failY := fakeRun{"=== RUN   TestY\n--- FAIL: TestY (0.00s)\nFAIL\n", 1}
+	bin, dir := fakeTest(t, failX, passX, failY)
+	r := killFake(bin, dir)
+	if r.verdict != "killed" || r.test != "TestY" {
+		t.Errorf("a flaky TestX, then TestY failing every time: verdict %q by %s, want killed by TestY", r.verdict, r.test)
+	}
+	if n := runsOf(t, dir); n != 5 {
+		t.Errorf("the fake test ran %d times, want 5 (the package, TestX alone, the package without TestX, TestY alone twice)", n)
+	}
+	args, err := os.ReadFile(filepath.Join(dir, "args.3"))
+	must(t, err)
+	if !strings.Contains(string(args), "-test.skip ^(TestX)$") {
+		t.Errorf("the package's second run had arguments %q, want -test.skip ^(TestX)$", args)
+	}
+	if got := skipping([]string{"TestA", "TestB"}); got != "^(TestA|TestB)$" {
+		t.Errorf("skipping two tests: %q", got)
+	}
+	// A package that fails outside a test (a panic on a goroutine of no
+	// test) is no kill either, and the next package may make one.
+	binA, dirA := fakeTest(t, fakeRun{"=== RUN   TestX\npanic: runtime error: index out of range [0] with length 0\n\ngoroutine 7 [running]:\nmain.deliver()\n", 2})
+	binB, dirB := fakeTest(t, failY)
+	r = kill(mutant.Mutant{Name: "fake"}, map[string]string{dirA: binA, dirB: binB}, [2]string{}, []string{dirA, dirB}, time.Minute)
+	if r.verdict != "killed" || r.pkg != dirB || r.test != "TestY" {
+		t.Errorf("a package failing outside a test, then one whose TestY fails every time: verdict %q by %s %s, want killed by the second's TestY", r.verdict, r.pkg, r.test)
 	}
 }
 
@@ -119,7 +156,7 @@ func TestRerunTimeoutIsNoKill(t *testing.T) {
 // then timed out on its reruns counted as killed.
 func TestRunSeesGoTestTimeout(t *testing.T) {
 	bin, dir := fakeTest(t, timeoutX)
-	failed, test, timedOut, _ := run(bin, dir, "fake", "", time.Minute)
+	failed, test, timedOut, _ := run(bin, dir, "fake", "", "", time.Minute)
 	if !failed || !timedOut {
 		t.Errorf("go test's timeout: run says failed %v, timed out %v (test %q), want both", failed, timedOut, test)
 	}

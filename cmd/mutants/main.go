@@ -5,7 +5,8 @@
 // the package whose code holds the bug first, until a test fails. A kill
 // counts only if it is deterministic: the killing test is run again on its
 // own, twice, and must fail both times; a kill by a test timeout is not a
-// kill. It prints a table (mutant, rule, method, verdict,
+// kill. A failure that does not repeat is no kill, but does not end its
+// package's run either: the package runs again without that test. It prints a table (mutant, rule, method, verdict,
 // killing test, time) and exits 1 if a mutant survived, or if the suite fails
 // with no mutant on.
 //
@@ -175,7 +176,7 @@ func summary(w io.Writer, results []result) int {
 // outside the tests, a timeout) is an error.
 func baseline(bins map[string]string, timeout time.Duration) error {
 	for _, pkg := range packages {
-		if failed, test, _, out := run(bins[pkg], pkg, "", "", timeout); failed {
+		if failed, test, _, out := run(bins[pkg], pkg, "", "", "", timeout); failed {
 			// The output's tail, so that a flaky test shows why in CI's log.
 			return fmt.Errorf("with no mutant on, %s fails (%s):\n%s", pkg, test, tail(out, 60))
 		}
@@ -203,40 +204,66 @@ func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []strin
 	start := time.Now()
 	defer func() { r.took = time.Since(start) }()
 	if pkg, test := hint[0], hint[1]; bins[pkg] != "" && test != "" {
-		if failed, got, timedOut, _ := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", timeout); failed && !timedOut && got == test &&
+		if failed, got, timedOut, _ := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", "", timeout); failed && !timedOut && got == test &&
 			repeats(bins[pkg], pkg, m.Name, test, timeout) {
 			r.verdict, r.pkg, r.test = "killed", pkg, test
 			return r
 		}
 	}
 	for _, pkg := range order {
-		failed, test, timedOut, _ := run(bins[pkg], pkg, m.Name, "", timeout)
-		if timedOut {
-			r.verdict, r.pkg, r.test = "SURVIVED (only a timeout)", pkg, test
-			return r
+		// -failfast stops a package at its first failing test: when that
+		// one is flaky, the package runs again without it (and without
+		// every one flaky before), so a later test of the same package may
+		// still kill the mutant for good, then the later packages; so may
+		// they after a package that failed outside a test.
+		var flaky []string
+		for {
+			failed, test, timedOut, _ := run(bins[pkg], pkg, m.Name, "", skipping(flaky), timeout)
+			if timedOut {
+				r.verdict, r.pkg, r.test = "SURVIVED (only a timeout)", pkg, test
+				return r
+			}
+			if !failed {
+				break
+			}
+			if slices.Contains(flaky, test) {
+				return r // skipped, yet named again (a crash on its goroutine): flaky still
+			}
+			r.pkg, r.test = pkg, test
+			if test == "" {
+				// No test to run again, so no kill; a later package may
+				// still make one.
+				r.verdict = "SURVIVED (the package failed outside a test)"
+				break
+			}
+			if repeats(bins[pkg], pkg, m.Name, test, timeout) {
+				r.verdict = "killed"
+				return r
+			}
+			r.verdict = "SURVIVED (flaky: the killing test passed when run again)"
+			flaky = append(flaky, test)
 		}
-		if !failed {
-			continue
-		}
-		r.pkg, r.test = pkg, test
-		if test == "" {
-			r.verdict = "SURVIVED (the package failed outside a test)"
-			return r
-		}
-		if repeats(bins[pkg], pkg, m.Name, test, timeout) {
-			r.verdict = "killed"
-			return r
-		}
-		// Not a kill, but a later package may still kill it for good.
-		r.verdict = "SURVIVED (flaky: the killing test passed when run again)"
 	}
 	return r
+}
+
+// skipping is the -test.skip pattern of the top-level tests named: "" for
+// none.
+func skipping(tests []string) string {
+	if len(tests) == 0 {
+		return ""
+	}
+	q := make([]string, len(tests))
+	for i, t := range tests {
+		q[i] = regexp.QuoteMeta(t)
+	}
+	return "^(" + strings.Join(q, "|") + ")$"
 }
 
 // repeats reports whether test fails twice more on its own with m on.
 func repeats(bin, pkg, name, test string, timeout time.Duration) bool {
 	for range 2 {
-		if again, _, to, _ := run(bin, pkg, name, "^"+regexp.QuoteMeta(test)+"$", timeout); !again || to {
+		if again, _, to, _ := run(bin, pkg, name, "^"+regexp.QuoteMeta(test)+"$", "", timeout); !again || to {
 			return false
 		}
 	}
@@ -339,14 +366,18 @@ func writeKillers(h map[string][2]string) error {
 var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
 
 // run runs a test binary in its package's directory with the mutant name on
-// (none if ""), and reports whether it failed, the first top-level test that
-// failed, whether it ran out of time, and what it printed.
-func run(bin, pkg, name, only string, timeout time.Duration) (failed bool, test string, timedOut bool, output []byte) {
+// (none if ""), only the tests only matches (all if "") but those skip
+// matches (none if ""), and reports whether it failed, the first top-level
+// test that failed, whether it ran out of time, and what it printed.
+func run(bin, pkg, name, only, skip string, timeout time.Duration) (failed bool, test string, timedOut bool, output []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()
 	args := []string{"-test.short", "-test.failfast", "-test.v", "-test.timeout", timeout.String()}
 	if only != "" {
 		args = append(args, "-test.run", only)
+	}
+	if skip != "" {
+		args = append(args, "-test.skip", skip)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = pkg
