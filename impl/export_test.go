@@ -103,42 +103,36 @@ func Resizing(a *Allocator, b []byte) bool {
 // reach what guard mode does with a freed object it cannot quarantine
 // (GUARD-FAULT: it is pooled as without guard mode). Restoring access still
 // works.
-func RefuseProtect(a *Allocator) {
+func RefuseProtect(a *Allocator) { refuseProtect(a, false) }
+
+// RefuseProtectPartway is RefuseProtect, but the refusal comes after the
+// first page of the range was made inaccessible, as mprotect's may when the
+// mapping limit stops it partway through a range of several mappings: the
+// tests reach a freed guarded object that is neither protected nor
+// accessible (GUARD-FAULT).
+func RefuseProtectPartway(a *Allocator) { refuseProtect(a, true) }
+
+func refuseProtect(a *Allocator, partway bool) {
 	a.lock()
 	defer a.mu.Unlock()
-	a.be = refusingProtect{a.be}
+	a.be = refusingProtect{a.be, partway}
 }
 
-type refusingProtect struct{ backend }
+type refusingProtect struct {
+	backend
+	partway bool // the first page protected before the refusal
+}
 
 func (r refusingProtect) protect(p unsafe.Pointer, n uintptr, access bool) error {
-	if !access {
-		return errors.New("protect refused (test)")
-	}
-	return r.backend.protect(p, n, access)
-}
-
-// RefuseProtectPartway makes a's backend refuse to make memory inaccessible
-// after it made the first page of the range so, as mprotect may when the
-// kernel's mapping limit (vm.max_map_count) stops it partway through a range
-// of several mappings: the tests reach a freed guarded object that is neither
-// protected nor accessible (GUARD-FAULT). Restoring access still works.
-func RefuseProtectPartway(a *Allocator) {
-	a.lock()
-	defer a.mu.Unlock()
-	a.be = partwayProtect{a.be}
-}
-
-type partwayProtect struct{ backend }
-
-func (r partwayProtect) protect(p unsafe.Pointer, n uintptr, access bool) error {
 	if access {
 		return r.backend.protect(p, n, true)
 	}
-	if err := r.backend.protect(p, spec.PageSize, false); err != nil {
-		return err
+	if r.partway {
+		if err := r.backend.protect(p, spec.PageSize, false); err != nil {
+			return err
+		}
 	}
-	return errors.New("protect refused partway (test)")
+	return errors.New("protect refused (test)")
 }
 
 // RefuseDecommit makes a's backend refuse to give memory back to the OS
