@@ -6,9 +6,9 @@
 // counts only if it is deterministic: the killing test is run again on its
 // own, twice, and must fail both times; a kill by a test timeout is not a
 // kill. A failure that does not repeat is no kill, but does not end its
-// package's run either: the package runs again without that test. It prints a table (mutant, rule, method, verdict,
-// killing test, time) and exits 1 if a mutant survived, or if the suite fails
-// with no mutant on.
+// package's run either: the package runs again without that test. It prints
+// a table (mutant, rule, method, verdict, killing test, time) and exits 1 if
+// a mutant survived, or if the suite fails with no mutant on.
 //
 //	go run ./cmd/mutants              # every mutant
 //	go run ./cmd/mutants -only nozero # one (or a list: -only nozero,genwrap)
@@ -204,7 +204,7 @@ func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []strin
 	start := time.Now()
 	defer func() { r.took = time.Since(start) }()
 	if pkg, test := hint[0], hint[1]; bins[pkg] != "" && test != "" {
-		if failed, got, timedOut, _ := run(bins[pkg], pkg, m.Name, "^"+regexp.QuoteMeta(test)+"$", "", timeout); failed && !timedOut && got == test &&
+		if failed, got, timedOut, _ := run(bins[pkg], pkg, m.Name, anyOf(test), "", timeout); failed && !timedOut && got == test &&
 			repeats(bins[pkg], pkg, m.Name, test, timeout) {
 			r.verdict, r.pkg, r.test = "killed", pkg, test
 			return r
@@ -218,7 +218,7 @@ func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []strin
 		// they after a package that failed outside a test.
 		var flaky []string
 		for {
-			failed, test, timedOut, _ := run(bins[pkg], pkg, m.Name, "", skipping(flaky), timeout)
+			failed, test, timedOut, _ := run(bins[pkg], pkg, m.Name, "", anyOf(flaky...), timeout)
 			if timedOut {
 				r.verdict, r.pkg, r.test = "SURVIVED (only a timeout)", pkg, test
 				return r
@@ -247,9 +247,9 @@ func kill(m mutant.Mutant, bins map[string]string, hint [2]string, order []strin
 	return r
 }
 
-// skipping is the -test.skip pattern of the top-level tests named: "" for
-// none.
-func skipping(tests []string) string {
+// anyOf is the -test.run or -test.skip pattern that matches exactly the
+// top-level tests named: "" for none.
+func anyOf(tests ...string) string {
 	if len(tests) == 0 {
 		return ""
 	}
@@ -263,7 +263,7 @@ func skipping(tests []string) string {
 // repeats reports whether test fails twice more on its own with m on.
 func repeats(bin, pkg, name, test string, timeout time.Duration) bool {
 	for range 2 {
-		if again, _, to, _ := run(bin, pkg, name, "^"+regexp.QuoteMeta(test)+"$", "", timeout); !again || to {
+		if again, _, to, _ := run(bin, pkg, name, anyOf(test), "", timeout); !again || to {
 			return false
 		}
 	}
